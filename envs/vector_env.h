@@ -1,0 +1,134 @@
+#pragma once
+
+// VectorEnv steps N environments of one kind as a batch and returns
+// contiguous arrays ([N, ...] row-major) that LibTorch can wrap without
+// copying (torch::from_blob).
+//
+// Auto-reset semantics (the part EnvPool users trip over, their issue #257):
+// reset happens in the SAME Step call that ends an episode.
+//   * observations() row i is always the observation the policy acts on next:
+//     after a step that ended env i's episode it is the FIRST observation of
+//     env i's new episode, not the last of the old one.
+//   * final_observations() row i holds the LAST observation of the episode
+//     that just ended; valid only where terminated(i) or truncated(i). Actors
+//     bootstrap truncated episodes from it.
+//   * rewards(), terminated(), truncated() describe the transition just taken
+//     (the one that ended the episode, for a done env).
+//   * episode_return(i) / episode_length(i) give the finished episode's
+//     totals where done; otherwise the running totals of the current episode.
+//
+// Seeding (deterministic whatever the number of envs or threads):
+//   * kContinue: Reset(seed) seeds env i with DeriveSeed(seed, i); later
+//     episodes of env i continue env i's own stream. Env i's episodes depend
+//     only on (seed, i) and its actions, not on N.
+//   * kSeedPerEpisode: the k-th episode started (k = 0, 1, ..., counted in
+//     start order, slot order within a step) is seeded with DeriveSeed(seed, k)
+//     and episode_id(i) tells which episode slot i runs; an episode then
+//     depends only on (seed, k) and its actions. Evaluation uses this so that
+//     its results do not depend on --num-envs.
+//
+// With num_threads > 1, Step splits the envs into contiguous ranges stepped by
+// a persistent worker pool; results are identical to one thread.
+// Not thread-safe: one caller thread at a time.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "envs/env.h"
+#include "envs/registry.h"
+
+namespace rlswarm::envs {
+
+enum class AutoResetSeeding { kContinue, kSeedPerEpisode };
+
+struct VectorEnvOptions {
+  std::int64_t num_envs = 1;
+  int num_threads = 1;
+  AutoResetSeeding seeding = AutoResetSeeding::kContinue;
+  EnvOptions env;
+
+  void Validate() const;  // throws InvalidArgument
+};
+
+class VectorEnv {
+ public:
+  // Throws NotFound for an unknown env, InvalidArgument for bad options.
+  VectorEnv(std::string_view env_name, const VectorEnvOptions& options);
+  ~VectorEnv();
+
+  const EnvSpec& spec() const { return spec_; }
+  std::int64_t num_envs() const { return num_envs_; }
+  AutoResetSeeding seeding() const { return seeding_; }
+
+  // Resets every env (seeding as described above) and fills observations().
+  void Reset(std::uint64_t seed);
+
+  // Steps every env with its action: discrete envs take num_envs int64s,
+  // continuous ones num_envs * action-size float32s, row-major. Every action
+  // is validated before any env moves, so a bad action throws
+  // InvalidArgument and changes nothing. Throws FailedPrecondition before
+  // the first Reset.
+  void Step(std::span<const std::int64_t> actions);
+  void Step(std::span<const float> actions);
+
+  // Batched outputs, valid until the next Step or Reset.
+  const std::byte* observations() const { return observations_.data(); }
+  const std::byte* final_observations() const { return final_observations_.data(); }
+  const float* rewards() const { return rewards_.data(); }
+  const std::uint8_t* terminated() const { return terminated_.data(); }
+  const std::uint8_t* truncated() const { return truncated_.data(); }
+  bool done(std::int64_t i) const { return terminated_[i] || truncated_[i]; }
+  double episode_return(std::int64_t i) const { return episode_return_[i]; }
+  std::int64_t episode_length(std::int64_t i) const { return episode_length_[i]; }
+  std::uint64_t episode_id(std::int64_t i) const { return episode_id_[i]; }
+
+  std::size_t observation_bytes() const { return obs_bytes_; }
+  std::span<const std::byte> observation(std::int64_t i) const {
+    return {observations_.data() + i * obs_bytes_, obs_bytes_};
+  }
+  std::span<const std::byte> final_observation(std::int64_t i) const {
+    return {final_observations_.data() + i * obs_bytes_, obs_bytes_};
+  }
+
+ private:
+  class WorkerPool;
+
+  void ValidateDiscrete(std::span<const std::int64_t> actions) const;
+  void ValidateContinuous(std::span<const float> actions) const;
+  void StepRange(std::int64_t begin, std::int64_t end, const std::int64_t* discrete,
+                 const float* continuous);
+  void ResetEnv(std::int64_t i, std::optional<std::uint64_t> seed);
+  void RunOnAll(const std::int64_t* discrete, const float* continuous);
+  // Assigns episode ids to envs that reset in this step, in slot order, so the
+  // numbering does not depend on the thread schedule.
+  void StartEpisodes(std::int64_t begin, std::int64_t end);
+
+  EnvSpec spec_;
+  std::int64_t num_envs_;
+  AutoResetSeeding seeding_;
+  std::uint64_t seed_ = 0;
+  std::uint64_t next_episode_id_ = 0;
+  bool was_reset_ = false;
+  std::size_t obs_bytes_;
+  std::int64_t action_size_;
+  std::vector<std::unique_ptr<Env>> envs_;
+  std::vector<std::byte> observations_;
+  std::vector<std::byte> final_observations_;
+  std::vector<float> rewards_;
+  std::vector<std::uint8_t> terminated_;
+  std::vector<std::uint8_t> truncated_;
+  std::vector<double> episode_return_;
+  std::vector<std::int64_t> episode_length_;
+  std::vector<std::uint64_t> episode_id_;
+  // The actions of the Step in progress, read by the pool's workers.
+  const std::int64_t* pending_discrete_ = nullptr;
+  const float* pending_continuous_ = nullptr;
+  std::unique_ptr<WorkerPool> pool_;
+};
+
+}  // namespace rlswarm::envs
