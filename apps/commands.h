@@ -1,0 +1,15 @@
+#pragma once
+
+// The subcommands of the `rlswarm` binary. Each registers its flags on a
+// CLI11 app and runs when selected; errors propagate as rlswarm exceptions.
+
+#include <CLI/CLI.hpp>
+
+namespace rlswarm::apps {
+
+// `rlswarm envs [--json]`
+void AddEnvsCommand(CLI::App& app);
+// `rlswarm evaluate --env NAME --policy random --episodes N --seed S ...`
+void AddEvaluateCommand(CLI::App& app);
+
+}  // namespace rlswarm::apps

@@ -1,0 +1,89 @@
+#pragma once
+
+// The experiment config: every section a config file may hold, with its
+// defaults. Later components (replay, learner, actors, launch) add their
+// sections here. configs/*.yaml are instances of it; `--print-config` prints
+// the resolved one.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apps/config_reader.h"
+#include "envs/registry.h"
+#include "envs/vector_env.h"
+
+namespace rlswarm::apps {
+
+struct LogSection {
+  std::string level = "info";
+
+  template <class V>
+  void Visit(V& v) {
+    v.Choice("level", level, "trace, debug, info, warn, error, critical or off",
+             {"trace", "debug", "info", "warn", "error", "critical", "off"});
+  }
+};
+
+struct EnvSection {
+  std::string name = "CartPole-v1";
+  std::int64_t num_envs = 16;
+  int num_threads = 1;
+  std::optional<std::int64_t> max_episode_steps;
+  std::optional<double> sticky_action_prob;
+  std::optional<bool> difficulty_ramping;
+  std::optional<bool> minimal_action_set;
+
+  template <class V>
+  void Visit(V& v) {
+    v.Choice("name", name, "environment (rlswarm envs lists them)", envs::EnvNames());
+    v.Field("num_envs", num_envs, "environments per VectorEnv", Bounds{1, 1 << 20});
+    v.Field("num_threads", num_threads, "threads stepping one VectorEnv", Bounds{1, 1024});
+    v.Field("max_episode_steps", max_episode_steps,
+            "time limit; null = the env's default, 0 = none", Bounds{0, 1e12});
+    v.Field("sticky_action_prob", sticky_action_prob,
+            "MinAtar: chance the previous action repeats; null = 0.1", Bounds{0, 1});
+    v.Field("difficulty_ramping", difficulty_ramping, "MinAtar: games speed up; null = true");
+    v.Field("minimal_action_set", minimal_action_set,
+            "MinAtar: the game's minimal action set instead of all 6; null = false");
+  }
+
+  envs::EnvOptions ToEnvOptions() const;
+  envs::VectorEnvOptions ToVectorEnvOptions(envs::AutoResetSeeding seeding) const;
+};
+
+struct EvaluateSection {
+  std::string policy = "random";
+  std::int64_t episodes = 100;
+  std::uint64_t seed = 0;
+
+  template <class V>
+  void Visit(V& v) {
+    v.Choice("policy", policy, "policy to evaluate", {"random"});
+    v.Field("episodes", episodes, "episodes to run", Bounds{1, 1e9});
+    v.Field("seed", seed, "seed of episode k is derived from (seed, k)");
+  }
+};
+
+struct ExperimentConfig {
+  LogSection log;
+  EnvSection env;
+  EvaluateSection evaluate;
+
+  template <class V>
+  void Visit(V& v) {
+    v.Section("log", log);
+    v.Section("env", env);
+    v.Section("evaluate", evaluate);
+  }
+
+  // Reads `file` ("" = defaults only) with `overrides` ("section.key=value").
+  // Throws ConfigError naming the key and the file and line (or override).
+  static ExperimentConfig Load(const std::string& file, const std::vector<std::string>& overrides);
+
+  // The resolved config as YAML, with comments.
+  std::string ToYaml();
+};
+
+}  // namespace rlswarm::apps

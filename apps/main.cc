@@ -1,0 +1,31 @@
+// rlswarm: one binary, one subcommand per role.
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "apps/commands.h"
+#include "apps/config_reader.h"
+#include "common/errors.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "rlswarm: distributed reinforcement learning (actors, sharded replay, FSDP learner)"};
+  app.require_subcommand(1);
+  rlswarm::apps::AddEnvsCommand(app);
+  rlswarm::apps::AddEvaluateCommand(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const rlswarm::apps::ConfigError& e) {
+    std::cerr << "config error: " << e.what() << "\n";
+    return 2;
+  } catch (const rlswarm::Error& e) {
+    std::cerr << "error (" << rlswarm::StatusCodeName(e.code()) << "): " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,142 @@
+// The rlswarm binary run as a real child process, as a user runs it.
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr, merged
+};
+
+// Runs the binary; `stderr_to` is where its stderr goes ("&1": merged into
+// the captured output).
+CommandResult Rlswarm(const std::string& args, const std::string& stderr_to = "&1") {
+  const std::string command = std::string(RLSWARM_BINARY) + " " + args + " 2>" + stderr_to;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return {};
+  CommandResult run;
+  std::array<char, 4096> buffer;
+  std::size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    run.out.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+// Runs a --json command and parses its stdout, which must be JSON alone.
+nlohmann::json Json(const std::string& args) {
+  const CommandResult run = Rlswarm(args, "/dev/null");
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  return nlohmann::json::parse(run.out);
+}
+
+const char* kEnvs[] = {
+    "CartPole-v1",      "Acrobot-v1",      "MountainCar-v0",  "Pendulum-v1",
+    "MinAtar/Breakout", "MinAtar/Freeway", "MinAtar/Asterix", "MinAtar/SpaceInvaders",
+    "MinAtar/Seaquest"};
+
+TEST(CliTest, EnvsJsonListsEveryEnvWithItsSpecs) {
+  const nlohmann::json envs = Json("envs --json");
+  ASSERT_EQ(envs.size(), 9u);
+  for (const auto& e : envs) {
+    EXPECT_TRUE(e["observation"].contains("shape"));
+    EXPECT_TRUE(e["observation"].contains("dtype"));
+    EXPECT_TRUE(e["observation"].contains("low"));
+    EXPECT_TRUE(e["observation"].contains("high"));
+    const auto& a = e["action"];
+    EXPECT_TRUE(a["kind"] == "discrete" || a["kind"] == "continuous");
+    EXPECT_TRUE(a.contains(a["kind"] == "discrete" ? "n" : "shape"));
+    EXPECT_TRUE(a.contains("low") && a.contains("high"));
+  }
+  const auto find = [&](const std::string& name) {
+    for (const auto& e : envs) {
+      if (e["name"] == name) return e;
+    }
+    ADD_FAILURE() << name << " missing";
+    return nlohmann::json{};
+  };
+  EXPECT_EQ(find("CartPole-v1")["observation"]["shape"], nlohmann::json({4}));
+  EXPECT_EQ(find("CartPole-v1")["observation"]["high"][1], "inf");
+  EXPECT_EQ(find("CartPole-v1")["action"]["n"], 2);
+  EXPECT_EQ(find("MinAtar/Seaquest")["observation"]["shape"], nlohmann::json({10, 10, 10}));
+  EXPECT_EQ(find("MinAtar/Seaquest")["observation"]["dtype"], "bool");
+  EXPECT_EQ(find("Pendulum-v1")["action"]["kind"], "continuous");
+  EXPECT_EQ(find("Pendulum-v1")["action"]["high"], 2.0);
+}
+
+TEST(CliTest, EnvsTablePrintsOneLinePerEnv) {
+  const CommandResult run = Rlswarm("envs");
+  EXPECT_EQ(run.exit_code, 0);
+  for (const char* name : kEnvs) EXPECT_NE(run.out.find(name), std::string::npos) << name;
+}
+
+TEST(CliTest, EvaluateRandomPolicyWorksForAllNineEnvs) {
+  for (const char* name : kEnvs) {
+    SCOPED_TRACE(name);
+    const auto j = Json(std::string("evaluate --env ") + name +
+                        " --policy random --episodes 3 --seed 1 --num-envs 2 --json");
+    EXPECT_EQ(j["env"], name);
+    EXPECT_EQ(j["episodes"], 3);
+    for (const char* key :
+         {"mean_return", "std_return", "min_return", "max_return", "mean_length"}) {
+      EXPECT_TRUE(j[key].is_number()) << key;
+    }
+    EXPECT_LE(j["min_return"].get<double>(), j["mean_return"].get<double>());
+    EXPECT_GE(j["max_return"].get<double>(), j["mean_return"].get<double>());
+    EXPECT_GT(j["mean_length"].get<double>(), 0.0);
+  }
+}
+
+TEST(CliTest, EvaluateResultsDoNotDependOnNumEnvs) {
+  const auto a = Json(
+      "evaluate --env MinAtar/Breakout --policy random --episodes 20 --seed 4 --num-envs 1 --json");
+  const auto b = Json(
+      "evaluate --env MinAtar/Breakout --policy random --episodes 20 --seed 4 --num-envs 9 --json");
+  for (const char* key : {"mean_return", "std_return", "min_return", "max_return", "mean_length"}) {
+    EXPECT_EQ(a[key], b[key]) << key;
+  }
+  const auto c =
+      Json("evaluate --env MinAtar/Breakout --policy random --episodes 20 --seed 5 --json");
+  EXPECT_NE(a["mean_length"], c["mean_length"]);
+}
+
+TEST(CliTest, UnknownEnvFailsAndListsTheKnownOnes) {
+  const CommandResult run = Rlswarm("evaluate --env Pong --policy random --episodes 1");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.out.find("Pong"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("MinAtar/Breakout"), std::string::npos) << run.out;
+}
+
+TEST(CliTest, ConfigErrorsExitTwoAndNameTheKey) {
+  const CommandResult run = Rlswarm("evaluate env.num_envs=-3");
+  EXPECT_EQ(run.exit_code, 2) << run.out;
+  EXPECT_NE(run.out.find("env.num_envs"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("command-line override"), std::string::npos) << run.out;
+}
+
+TEST(CliTest, PrintConfigShowsTheResolvedConfig) {
+  const CommandResult run =
+      Rlswarm(std::string("evaluate --config ") + RLSWARM_CONFIGS_DIR +
+              "/cartpole.yaml --num-envs 3 evaluate.episodes=11 --print-config");
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("num_envs: 3"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("episodes: 11"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("name: CartPole-v1"), std::string::npos) << run.out;
+}
+
+TEST(CliTest, LogLinesCarryTheRoleAndGoToStderr) {
+  // "2>&1 1>/dev/null": stderr into the pipe, stdout away.
+  const std::string err = Rlswarm("evaluate --episodes 1 --json", "&1 1>/dev/null").out;
+  EXPECT_NE(err.find("[evaluate "), std::string::npos) << err;
+  EXPECT_NE(err.find(" I "), std::string::npos) << err;
+}
+
+}  // namespace
