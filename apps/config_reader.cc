@@ -1,10 +1,10 @@
 #include "apps/config_reader.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 namespace rlswarm::apps {
 namespace {

@@ -34,6 +34,44 @@ TEST(RegistryTest, EveryEnvHasAValidSpecAndRunsAnEpisodeStep) {
   }
 }
 
+TEST(RegistryTest, EveryEnvReplaysTheSameEpisodesFromTheSameSeed) {
+  for (const std::string& name : EnvNames()) {
+    SCOPED_TRACE(name);
+    auto a = MakeEnv(name);
+    auto b = MakeEnv(name);
+    const EnvSpec& spec = a->spec();
+    std::vector<std::byte> obs_a(spec.observation.NumBytes()), obs_b(obs_a.size());
+    a->Reset(42, obs_a);
+    b->Reset(42, obs_b);
+    ASSERT_EQ(obs_a, obs_b);
+    Rng actions(7);
+    int episodes = 0;
+    for (int t = 0; t < 3000; ++t) {
+      StepResult ra, rb;
+      if (spec.action.kind == ActionKind::kDiscrete) {
+        const auto action = static_cast<std::int64_t>(actions.Below(spec.action.num_actions));
+        ra = a->Step(action, obs_a);
+        rb = b->Step(action, obs_b);
+      } else {
+        const float action[1] = {static_cast<float>(actions.Uniform(-2.0, 2.0))};
+        ra = a->Step(std::span<const float>(action), obs_a);
+        rb = b->Step(std::span<const float>(action), obs_b);
+      }
+      ASSERT_EQ(ra.reward, rb.reward) << t;
+      ASSERT_EQ(ra.terminated, rb.terminated) << t;
+      ASSERT_EQ(ra.truncated, rb.truncated) << t;
+      ASSERT_EQ(obs_a, obs_b) << t;
+      if (ra.terminated || ra.truncated) {
+        a->Reset(std::nullopt, obs_a);  // later episodes continue the stream
+        b->Reset(std::nullopt, obs_b);
+        ASSERT_EQ(obs_a, obs_b);
+        ++episodes;
+      }
+    }
+    EXPECT_GE(episodes, 1);
+  }
+}
+
 TEST(RegistryTest, UnknownNameIsNotFoundAndListsTheKnownNames) {
   try {
     MakeEnv("CartPole-v0");

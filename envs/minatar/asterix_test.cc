@@ -327,33 +327,6 @@ Cell PlayerAfter(int action, Cell c) {
   }
 }
 
-TEST(AsterixEnvTest, SameSeedGivesTheSameTrajectory) {
-  MinAtarOptions options;
-  MinAtarEnv<Asterix> a(options);
-  MinAtarEnv<Asterix> b(options);
-  std::vector<std::byte> obs_a(a.spec().observation.NumBytes());
-  std::vector<std::byte> obs_b(obs_a.size());
-  a.Reset(42, obs_a);
-  b.Reset(42, obs_b);
-  Rng actions(7);
-  int episodes = 0;
-  for (int t = 0; t < 5000; ++t) {
-    const auto action = static_cast<std::int64_t>(actions.Below(kNumFullActions));
-    const StepResult ra = a.Step(action, obs_a);
-    const StepResult rb = b.Step(action, obs_b);
-    ASSERT_EQ(ra.reward, rb.reward) << t;
-    ASSERT_EQ(ra.terminated, rb.terminated) << t;
-    ASSERT_EQ(obs_a, obs_b) << t;
-    if (ra.terminated) {
-      a.Reset(std::nullopt, obs_a);
-      b.Reset(std::nullopt, obs_b);
-      ASSERT_EQ(obs_a, obs_b);
-      ++episodes;
-    }
-  }
-  EXPECT_GT(episodes, 10);
-}
-
 TEST(AsterixEnvTest, StickyProbabilityOneKeepsTheInitialNoop) {
   MinAtarOptions options;
   options.sticky_action_prob = 1.0;

@@ -248,39 +248,6 @@ int ChickenY(const std::vector<std::byte>& obs) {
   return -1;
 }
 
-TEST(FreewayEnvTest, SameSeedGivesTheSameTrajectory) {
-  MinAtarOptions options;
-  MinAtarEnv<Freeway> a(options);
-  MinAtarEnv<Freeway> b(options);
-  std::vector<std::byte> obs_a(a.spec().observation.NumBytes());
-  std::vector<std::byte> obs_b(obs_a.size());
-  a.Reset(42, obs_a);
-  b.Reset(42, obs_b);
-  Rng actions(7);
-  float total_reward = 0.0f;
-  int episodes = 0;
-  for (int t = 0; t < 6000; ++t) {
-    // Mostly up, so that crossings (and their car redraws) happen.
-    const std::int64_t action = actions.Bernoulli(0.8)
-                                    ? std::int64_t{kUp}
-                                    : static_cast<std::int64_t>(actions.Below(kNumFullActions));
-    const StepResult ra = a.Step(action, obs_a);
-    const StepResult rb = b.Step(action, obs_b);
-    ASSERT_EQ(ra.reward, rb.reward) << t;
-    ASSERT_EQ(ra.terminated, rb.terminated) << t;
-    ASSERT_EQ(obs_a, obs_b) << t;
-    total_reward += ra.reward;
-    if (ra.terminated) {
-      a.Reset(std::nullopt, obs_a);
-      b.Reset(std::nullopt, obs_b);
-      ASSERT_EQ(obs_a, obs_b);
-      ++episodes;
-    }
-  }
-  EXPECT_EQ(episodes, 2);
-  EXPECT_GT(total_reward, 0.0f);
-}
-
 TEST(FreewayEnvTest, StickyProbabilityOneKeepsTheInitialNoop) {
   MinAtarOptions options;
   options.sticky_action_prob = 1.0;
