@@ -1,0 +1,420 @@
+#include "rpc/client.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <zmq.hpp>
+
+#include "common/errors.h"
+#include "rpc/internal/client_connection.h"
+#include "rpc/internal/frames.h"
+#include "rpc/internal/header_peek.h"
+#include "rpc/internal/mailbox.h"
+#include "rpc/internal/pending_calls.h"
+#include "rpc/internal/status_exceptions.h"
+
+namespace rlswarm::rpc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using internal::CallRecord;
+
+// The poll timeout never exceeds this, whatever the deadlines say.
+constexpr std::chrono::milliseconds kMaxPollWait{1000};
+// Replies read per poll round before new calls are sent.
+constexpr int kRepliesPerRound = 1024;
+
+}  // namespace
+
+void ClientOptions::Validate() const {
+  if (endpoint.empty()) throw InvalidArgument("rpc client endpoint is empty");
+  if (default_timeout.count() <= 0) throw InvalidArgument("rpc client default_timeout must be > 0");
+  if (heartbeat_interval.count() < 0) throw InvalidArgument("heartbeat_interval must be >= 0");
+  if (heartbeat_interval.count() > 0 && heartbeat_timeout.count() <= 0) {
+    throw InvalidArgument("heartbeat_timeout must be > 0 when heartbeats are on");
+  }
+  if (reconnect_backoff.count() <= 0) throw InvalidArgument("reconnect_backoff must be > 0");
+  if (reconnect_backoff_max < reconnect_backoff) {
+    throw InvalidArgument("reconnect_backoff_max must be >= reconnect_backoff");
+  }
+  if (max_attempts < 1) throw InvalidArgument("max_attempts must be >= 1");
+  if (max_message_bytes <= 0 && max_message_bytes != -1) {
+    throw InvalidArgument("rpc client max_message_bytes must be > 0 (or -1 for no limit)");
+  }
+  if (send_high_water_mark < 0) throw InvalidArgument("send_high_water_mark must be >= 0");
+  security.Validate();
+}
+
+class Client::Impl {
+ public:
+  explicit Impl(ClientOptions options);
+  ~Impl() { Close(); }
+
+  void CallAsync(const std::string& method, std::vector<Payload> payloads, CallOptions options,
+                 internal::CallDone done);
+  void Close();
+  ClientStats stats() const;
+
+ private:
+  void IoLoop();
+  std::chrono::milliseconds PollTimeout(Clock::time_point now) const;
+  void OpenConnection();
+  void LoseConnection(const std::string& why, bool rejected);
+  void ReceiveReplies();
+  void HandleReply(internal::ReceivedMessage& message);
+  void HandleConnectionEvents();
+  void SendUnsent();
+  void ExpireDeadlines();
+  void Shutdown();
+  void Finish(std::unique_ptr<CallRecord> call, Reply* reply, std::exception_ptr error);
+  void Fail(std::unique_ptr<CallRecord> call, StatusCode code, const std::string& message) {
+    Finish(std::move(call), nullptr, internal::MakeStatusException(code, message));
+  }
+
+  const ClientOptions options_;
+  internal::Mailbox<std::unique_ptr<CallRecord>> mailbox_;  // new calls
+  std::atomic<std::uint64_t> next_id_{1};
+  std::atomic<bool> stop_{false};
+  std::mutex close_mutex_;  // serialises Close
+  std::thread io_thread_;
+
+  // Owned by io_thread_ (the first connection is made before it starts).
+  std::unique_ptr<internal::ClientConnection> connection_;
+  internal::PendingCalls pending_;
+  Clock::time_point reconnect_at_;
+  std::chrono::milliseconds backoff_;
+
+  std::atomic<std::uint64_t> calls_{0};
+  std::atomic<std::uint64_t> retries_{0};
+  std::atomic<std::uint64_t> reconnects_{0};
+  std::atomic<std::uint64_t> deadline_exceeded_{0};
+  std::atomic<std::uint64_t> late_replies_{0};
+};
+
+Client::Impl::Impl(ClientOptions options)
+    : options_(std::move(options)),
+      mailbox_("rpc-client-calls"),
+      backoff_(options_.reconnect_backoff) {
+  options_.Validate();
+  try {
+    connection_ = std::make_unique<internal::ClientConnection>(options_);
+  } catch (const zmq::error_t& e) {
+    throw InvalidArgument(options_.name + ": cannot connect to '" + options_.endpoint +
+                          "': " + e.what());
+  }
+  io_thread_ = std::thread([this] { IoLoop(); });
+}
+
+void Client::Impl::CallAsync(const std::string& method, std::vector<Payload> payloads,
+                             CallOptions options, internal::CallDone done) {
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  auto call = std::make_unique<CallRecord>();
+  call->id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  call->method = method;
+  call->payloads = std::move(payloads);
+  call->timeout = options.timeout.count() > 0 ? options.timeout : options_.default_timeout;
+  call->deadline = Clock::now() + call->timeout;
+  call->idempotent = options.idempotent;
+  call->done = std::move(done);
+  if (!mailbox_.Post(std::move(call))) {
+    // Closed: `call` is untouched, and no I/O thread will ever run it.
+    Fail(std::move(call), StatusCode::kCancelled, options_.name + " is closed");
+  }
+}
+
+void Client::Impl::Close() {
+  std::lock_guard lock(close_mutex_);
+  stop_.store(true);
+  if (!io_thread_.joinable()) return;
+  if (std::this_thread::get_id() == io_thread_.get_id()) {
+    // Called from a completion callback: the loop ends after this round and
+    // the destructor joins it.
+    return;
+  }
+  mailbox_.Wake();
+  io_thread_.join();
+}
+
+ClientStats Client::Impl::stats() const {
+  ClientStats s;
+  s.calls = calls_.load(std::memory_order_relaxed);
+  s.retries = retries_.load(std::memory_order_relaxed);
+  s.reconnects = reconnects_.load(std::memory_order_relaxed);
+  s.deadline_exceeded = deadline_exceeded_.load(std::memory_order_relaxed);
+  s.late_replies = late_replies_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void Client::Impl::IoLoop() {
+  std::vector<zmq_pollitem_t> items;
+  while (!stop_.load()) {
+    try {
+      items.clear();
+      items.push_back({mailbox_.signal_socket().handle(), 0, ZMQ_POLLIN, 0});
+      if (connection_) {
+        const short dealer_events =
+            pending_.NextUnsent() != nullptr ? (ZMQ_POLLIN | ZMQ_POLLOUT) : ZMQ_POLLIN;
+        items.push_back({connection_->dealer().handle(), 0, dealer_events, 0});
+        items.push_back({connection_->monitor().handle(), 0, ZMQ_POLLIN, 0});
+      }
+      internal::Poll(items, PollTimeout(Clock::now()));
+      for (std::unique_ptr<CallRecord>& call : mailbox_.Take()) pending_.Add(std::move(call));
+      if (connection_) {
+        ReceiveReplies();
+        HandleConnectionEvents();
+      }
+      if (!connection_ && Clock::now() >= reconnect_at_) OpenConnection();
+      if (connection_) SendUnsent();
+      ExpireDeadlines();
+    } catch (const std::exception& e) {
+      spdlog::error("{}: I/O loop: {}", options_.name, e.what());
+    }
+  }
+  Shutdown();
+}
+
+std::chrono::milliseconds Client::Impl::PollTimeout(Clock::time_point now) const {
+  Clock::time_point wake = now + kMaxPollWait;
+  if (auto deadline = pending_.NextDeadline()) wake = std::min(wake, *deadline);
+  if (!connection_) wake = std::min(wake, reconnect_at_);
+  if (wake <= now) return std::chrono::milliseconds(0);
+  // Rounded up: waking a little early would only spin.
+  return std::chrono::ceil<std::chrono::milliseconds>(wake - now);
+}
+
+void Client::Impl::OpenConnection() {
+  try {
+    connection_ = std::make_unique<internal::ClientConnection>(options_);
+    reconnects_.fetch_add(1, std::memory_order_relaxed);
+  } catch (const std::exception& e) {
+    spdlog::error("{}: cannot reconnect to {}: {}", options_.name, options_.endpoint, e.what());
+    reconnect_at_ = Clock::now() + backoff_;
+  }
+}
+
+// Lazy Pirate: the connection is gone, and with it any request or reply it
+// carried. Calls that never left the process are sent again; idempotent
+// calls are resent; the others fail, because the server may have run them.
+void Client::Impl::LoseConnection(const std::string& why, bool rejected) {
+  ReceiveReplies();  // whatever arrived before the loss still counts
+  const bool delivered = connection_->handshake_succeeded();
+  connection_.reset();
+  const Clock::time_point now = Clock::now();
+  std::vector<CallRecord*> resend;
+  std::vector<std::uint64_t> failed;
+  int not_retried = 0;
+  for (CallRecord* call : pending_.InFlight()) {
+    if (rejected) {
+      failed.push_back(call->id);
+    } else if (!delivered) {
+      --call->attempts;  // queued on a connection that never came up
+      resend.push_back(call);
+    } else if (call->idempotent && call->attempts < options_.max_attempts && call->deadline > now) {
+      resend.push_back(call);
+    } else {
+      failed.push_back(call->id);
+      if (!call->idempotent) ++not_retried;
+    }
+  }
+  pending_.Requeue(resend);
+  for (std::uint64_t id : failed) {
+    std::unique_ptr<CallRecord> call = pending_.Remove(id);
+    std::string message = options_.name + ": " + why;
+    if (rejected) {
+      // Retrying cannot help until the keys are fixed.
+    } else if (!call->idempotent) {
+      message += "; the call was in flight and is not idempotent, so it is not retried";
+    } else {
+      message += "; gave up after " + std::to_string(call->attempts) + " attempts";
+    }
+    Fail(std::move(call), StatusCode::kUnavailable, message);
+  }
+  if (rejected) {
+    for (std::unique_ptr<CallRecord>& call : pending_.TakeAll()) {
+      Fail(std::move(call), StatusCode::kUnavailable, options_.name + ": " + why);
+    }
+  }
+  reconnect_at_ = now + backoff_;
+  spdlog::warn(
+      "{}: {}; reconnecting in {} ms ({} calls to resend, {} failed, {} of them "
+      "not idempotent)",
+      options_.name, why, backoff_.count(), resend.size(), failed.size(), not_retried);
+  backoff_ = std::min(backoff_ * 2, options_.reconnect_backoff_max);
+}
+
+void Client::Impl::ReceiveReplies() {
+  const std::size_t max_frames = options_.limits.max_payloads + 1;
+  internal::ReceivedMessage message;
+  for (int i = 0; i < kRepliesPerRound; ++i) {
+    if (!internal::ReceiveMessage(connection_->dealer(), max_frames, message)) return;
+    HandleReply(message);
+  }
+}
+
+void Client::Impl::HandleReply(internal::ReceivedMessage& message) {
+  std::vector<zmq::message_t>& frames = message.frames;
+  const std::span<const std::byte> header_bytes = internal::FrameBytes(frames[0]);
+  Header header;
+  try {
+    header = DecodeHeader(header_bytes, options_.limits);
+    if (header.kind != MessageKind::kReply) throw InvalidArgument("not a reply");
+  } catch (const InvalidArgument& e) {
+    const auto id = internal::PeekRequestId(header_bytes, options_.limits);
+    spdlog::warn("{}: malformed reply from {}: {}", options_.name, options_.endpoint, e.what());
+    if (id) {
+      if (auto call = pending_.Remove(*id)) {
+        Fail(std::move(call), StatusCode::kInternal,
+             options_.name + ": malformed reply from " + options_.endpoint + ": " + e.what());
+      }
+    }
+    return;
+  }
+  std::unique_ptr<CallRecord> call = pending_.Remove(header.request_id);
+  if (!call) {
+    late_replies_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (header.status != StatusCode::kOk) {
+    Fail(std::move(call), header.status, header.error_message);
+    return;
+  }
+  std::vector<std::size_t> sizes;
+  sizes.reserve(frames.size() - 1);
+  for (std::size_t i = 1; i < frames.size(); ++i) sizes.push_back(frames[i].size());
+  try {
+    if (message.too_many_frames) throw InvalidArgument("too many payload frames");
+    CheckPayloadFrames(header, sizes, options_.limits);
+  } catch (const InvalidArgument& e) {
+    Fail(std::move(call), StatusCode::kInternal,
+         options_.name + ": malformed reply to '" + call->method + "': " + e.what());
+    return;
+  }
+  Reply reply;
+  reply.payloads.reserve(header.payloads.size());
+  for (std::size_t i = 0; i < header.payloads.size(); ++i) {
+    reply.payloads.push_back(internal::AdoptFrame(std::move(frames[i + 1]), header.payloads[i]));
+  }
+  Finish(std::move(call), &reply, nullptr);
+}
+
+void Client::Impl::HandleConnectionEvents() {
+  while (connection_) {
+    const std::optional<internal::ConnectionEvent> event = connection_->NextEvent();
+    if (!event) return;
+    switch (event->event) {
+      case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+        connection_->set_handshake_succeeded();
+        backoff_ = options_.reconnect_backoff;
+        break;
+      case ZMQ_EVENT_DISCONNECTED:
+        LoseConnection("connection to " + options_.endpoint +
+                           " lost (server gone, or silent for heartbeat_timeout)",
+                       false);
+        break;
+      case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+      case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+        LoseConnection("handshake with " + options_.endpoint + " failed", false);
+        break;
+      case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+        LoseConnection(options_.endpoint + " rejected this client's CURVE key (ZAP status " +
+                           std::to_string(event->value) + ")",
+                       true);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+void Client::Impl::SendUnsent() {
+  const Clock::time_point now = Clock::now();
+  while (CallRecord* call = pending_.NextUnsent()) {
+    if (call->deadline <= now) return;  // ExpireDeadlines fails it
+    Header header;
+    header.kind = MessageKind::kRequest;
+    header.method = call->method;
+    header.request_id = call->id;
+    header.timeout_ms = std::max<std::int64_t>(
+        1, std::chrono::ceil<std::chrono::milliseconds>(call->deadline - now).count());
+    header.idempotent = call->idempotent;
+    header.payloads = internal::Describe(call->payloads);
+    const std::string encoded = EncodeHeader(header);
+    std::vector<zmq::message_t> frames;
+    frames.reserve(1 + call->payloads.size());
+    frames.emplace_back(encoded.data(), encoded.size());
+    for (const Payload& payload : call->payloads) frames.push_back(internal::PayloadFrame(payload));
+    if (internal::SendMessage(connection_->dealer(), frames) != internal::SendStatus::kSent) {
+      return;  // high-water mark: wait for ZMQ_POLLOUT
+    }
+    if (++call->attempts > 1) retries_.fetch_add(1, std::memory_order_relaxed);
+    pending_.MarkSent();
+  }
+}
+
+void Client::Impl::ExpireDeadlines() {
+  for (std::unique_ptr<CallRecord>& call : pending_.TakeExpired(Clock::now())) {
+    deadline_exceeded_.fetch_add(1, std::memory_order_relaxed);
+    const std::string message = options_.name + ": call to '" + call->method + "' on " +
+                                options_.endpoint + " exceeded its deadline of " +
+                                std::to_string(call->timeout.count()) + " ms";
+    Fail(std::move(call), StatusCode::kDeadlineExceeded, message);
+  }
+}
+
+void Client::Impl::Shutdown() {
+  const std::string message = options_.name + " closed";
+  for (std::unique_ptr<CallRecord>& call : mailbox_.Close()) {
+    Fail(std::move(call), StatusCode::kCancelled, message);
+  }
+  for (std::unique_ptr<CallRecord>& call : pending_.TakeAll()) {
+    Fail(std::move(call), StatusCode::kCancelled, message);
+  }
+  connection_.reset();
+}
+
+void Client::Impl::Finish(std::unique_ptr<CallRecord> call, Reply* reply,
+                          std::exception_ptr error) {
+  try {
+    call->done(reply, std::move(error));
+  } catch (const std::exception& e) {
+    spdlog::error("{}: completion callback of '{}' threw: {}", options_.name, call->method,
+                  e.what());
+  } catch (...) {
+    spdlog::error("{}: completion callback of '{}' threw", options_.name, call->method);
+  }
+}
+
+Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Client::~Client() = default;
+
+std::future<Reply> Client::Call(const std::string& method, std::vector<Payload> payloads,
+                                CallOptions options) {
+  auto promise = std::make_shared<std::promise<Reply>>();
+  std::future<Reply> future = promise->get_future();
+  impl_->CallAsync(method, std::move(payloads), options,
+                   [promise](Reply* reply, std::exception_ptr error) mutable {
+                     // Released here, so the caller's future usually holds
+                     // the last reference and frees the result (and the
+                     // exception) on its own thread.
+                     auto done = std::move(promise);
+                     if (error) {
+                       done->set_exception(std::move(error));
+                     } else {
+                       done->set_value(std::move(*reply));
+                     }
+                   });
+  return future;
+}
+
+void Client::CallAsync(const std::string& method, std::vector<Payload> payloads,
+                       CallOptions options, std::function<void(Reply*, std::exception_ptr)> done) {
+  impl_->CallAsync(method, std::move(payloads), options, std::move(done));
+}
+
+void Client::Close() { impl_->Close(); }
+ClientStats Client::stats() const { return impl_->stats(); }
+
+}  // namespace rlswarm::rpc
