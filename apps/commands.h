@@ -11,5 +11,7 @@ namespace rlswarm::apps {
 void AddEnvsCommand(CLI::App& app);
 // `rlswarm evaluate --env NAME --policy random --episodes N --seed S ...`
 void AddEvaluateCommand(CLI::App& app);
+// `rlswarm keygen --out PREFIX [--force] [--json]`
+void AddKeygenCommand(CLI::App& app);
 
 }  // namespace rlswarm::apps

@@ -144,6 +144,32 @@ TEST_F(ConfigTest, PrintedConfigLoadsBackToTheSameValues) {
   EXPECT_EQ(back.evaluate.seed, 9u);
 }
 
+TEST_F(ConfigTest, SecurityIsOffByDefaultAndMapsKeysDirToKeyFiles) {
+  const auto off = ExperimentConfig::Load("", {});
+  EXPECT_FALSE(off.security.curve);
+  EXPECT_FALSE(off.security.ToServerOptions().curve);
+  EXPECT_FALSE(off.security.ToClientOptions().curve);
+
+  const auto on = ExperimentConfig::Load(
+      "", {"security.curve=true", "security.keys_dir=/k", "security.client_key=actor-3"});
+  const auto server = on.security.ToServerOptions();
+  EXPECT_TRUE(server.curve);
+  EXPECT_EQ(server.server_secret_key_file, "/k/server.key_secret");
+  EXPECT_EQ(server.authorized_clients_dir, "/k/authorized_clients");
+  const auto client = on.security.ToClientOptions();
+  EXPECT_TRUE(client.curve);
+  EXPECT_EQ(client.client_secret_key_file, "/k/actor-3.key_secret");
+  EXPECT_EQ(client.server_public_key_file, "/k/server.key");
+}
+
+TEST_F(ConfigTest, CurveWithoutKeysDirOrWithAPathAsClientKeyIsAnError) {
+  EXPECT_NE(ErrorOf("", {"security.curve=true"}).find("security.keys_dir"), std::string::npos);
+  EXPECT_NE(ErrorOf("", {"security.curve=true", "security.keys_dir=k", "security.client_key=a/b"})
+                .find("security.client_key"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(Write("security:\n  curve: sometimes\n")).find(":2:"), std::string::npos);
+}
+
 TEST_F(ConfigTest, ShippedConfigsLoad) {
   for (const auto& entry : std::filesystem::directory_iterator(RLSWARM_CONFIGS_DIR)) {
     if (entry.path().extension() != ".yaml") continue;

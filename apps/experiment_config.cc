@@ -1,5 +1,7 @@
 #include "apps/experiment_config.h"
 
+#include <filesystem>
+
 namespace rlswarm::apps {
 
 envs::EnvOptions EnvSection::ToEnvOptions() const {
@@ -20,6 +22,26 @@ envs::VectorEnvOptions EnvSection::ToVectorEnvOptions(envs::AutoResetSeeding see
   return o;
 }
 
+rpc::SecurityOptions SecuritySection::ToServerOptions() const {
+  rpc::SecurityOptions o;
+  if (!curve) return o;
+  const std::filesystem::path dir(keys_dir);
+  o.curve = true;
+  o.server_secret_key_file = (dir / "server.key_secret").string();
+  o.authorized_clients_dir = (dir / "authorized_clients").string();
+  return o;
+}
+
+rpc::SecurityOptions SecuritySection::ToClientOptions() const {
+  rpc::SecurityOptions o;
+  if (!curve) return o;
+  const std::filesystem::path dir(keys_dir);
+  o.curve = true;
+  o.client_secret_key_file = (dir / (client_key + ".key_secret")).string();
+  o.server_public_key_file = (dir / "server.key").string();
+  return o;
+}
+
 ExperimentConfig ExperimentConfig::Load(const std::string& file,
                                         const std::vector<std::string>& overrides) {
   const ConfigTree tree = ConfigTree::Load(file, overrides);
@@ -34,6 +56,19 @@ ExperimentConfig ExperimentConfig::Load(const std::string& file,
   } catch (const InvalidArgument& e) {
     throw ConfigError((file.empty() ? std::string("<defaults>") : file) +
                       ": section 'env': " + e.what());
+  }
+  // Key files are read (and checked) when a role opens its sockets; here only
+  // what no key directory can fix.
+  const auto& security = config.security;
+  if (security.curve && security.keys_dir.empty()) {
+    throw ConfigError((file.empty() ? std::string("<defaults>") : file) +
+                      ": security.keys_dir: required when security.curve is true");
+  }
+  if (security.curve &&
+      (security.client_key.empty() || security.client_key.find('/') != std::string::npos)) {
+    throw ConfigError((file.empty() ? std::string("<defaults>") : file) +
+                      ": security.client_key: must be a file name stem without '/', got '" +
+                      security.client_key + "'");
   }
   return config;
 }

@@ -13,6 +13,7 @@
 #include "apps/config_reader.h"
 #include "envs/registry.h"
 #include "envs/vector_env.h"
+#include "rpc/security.h"
 
 namespace rlswarm::apps {
 
@@ -66,16 +67,54 @@ struct EvaluateSection {
   }
 };
 
+// CURVE encryption and client authentication for every rpc socket of the
+// system (rpc/security.h): one switch, off by default. The key directory
+// holds (all files made by `rlswarm keygen --out <keys_dir>/<name>`):
+//
+//   <keys_dir>/server.key_secret        key pair of every server socket (replay,
+//                                       learner, ...): on the server hosts only
+//   <keys_dir>/server.key               its public key: on every client host
+//   <keys_dir>/<client_key>.key_secret  this process's client key pair
+//                                       (client_key defaults to "client")
+//   <keys_dir>/authorized_clients/*.key public keys of the clients the servers
+//                                       admit; none = servers refuse to start
+//
+// A relative keys_dir is relative to the working directory.
+struct SecuritySection {
+  bool curve = false;
+  std::string keys_dir;
+  std::string client_key = "client";
+
+  template <class V>
+  void Visit(V& v) {
+    v.Field("curve", curve,
+            "encrypt every rpc socket and admit only authorized clients (CURVE + ZAP)");
+    v.Field("keys_dir", keys_dir,
+            "directory with server.key_secret, server.key, <client_key>.key_secret and "
+            "authorized_clients/*.key; required when curve is true");
+    v.Field("client_key", client_key,
+            "name of this process's client key pair: <keys_dir>/<client_key>.key_secret");
+  }
+
+  // Options for a server socket (its key pair and the admitted clients) and
+  // for a client socket (its key pair and the servers' public key). With
+  // curve off both are the default (curve = false, no files).
+  rpc::SecurityOptions ToServerOptions() const;
+  rpc::SecurityOptions ToClientOptions() const;
+};
+
 struct ExperimentConfig {
   LogSection log;
   EnvSection env;
   EvaluateSection evaluate;
+  SecuritySection security;
 
   template <class V>
   void Visit(V& v) {
     v.Section("log", log);
     v.Section("env", env);
     v.Section("evaluate", evaluate);
+    v.Section("security", security);
   }
 
   // Reads `file` ("" = defaults only) with `overrides` ("section.key=value").

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   rlswarm::apps::AddEnvsCommand(app);
   rlswarm::apps::AddEvaluateCommand(app);
+  rlswarm::apps::AddKeygenCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

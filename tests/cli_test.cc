@@ -1,10 +1,14 @@
 // The rlswarm binary run as a real child process, as a user runs it.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -137,6 +141,43 @@ TEST(CliTest, LogLinesCarryTheRoleAndGoToStderr) {
   const std::string err = Rlswarm("evaluate --episodes 1 --json", "&1 1>/dev/null").out;
   EXPECT_NE(err.find("[evaluate "), std::string::npos) << err;
   EXPECT_NE(err.find(" I "), std::string::npos) << err;
+}
+
+TEST(CliTest, KeygenWritesAKeyPairAndRefusesToOverwriteIt) {
+  std::string dir =
+      (std::filesystem::path(::testing::TempDir()) / "rlswarm_keygen_XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  const std::string prefix = dir + "/keys/server";  // keys/ does not exist yet
+  const auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+
+  const nlohmann::json first = Json("keygen --json --out " + prefix);
+  const std::string public_key = first["public_key"];
+  EXPECT_EQ(public_key.size(), 40u);
+  EXPECT_EQ(first["public_key_file"], prefix + ".key");
+  EXPECT_EQ(first["secret_key_file"], prefix + ".key_secret");
+  EXPECT_NE(read(prefix + ".key").find("public-key = \"" + public_key + "\""), std::string::npos);
+  EXPECT_EQ(read(prefix + ".key").find("secret-key"), std::string::npos);
+  EXPECT_NE(read(prefix + ".key_secret").find("secret-key = \""), std::string::npos);
+  struct stat st;
+  ASSERT_EQ(::stat((prefix + ".key_secret").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  const std::string secret = read(prefix + ".key_secret");
+  const CommandResult again = Rlswarm("keygen --out " + prefix);
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_NE(again.out.find("--force"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find(prefix + ".key"), std::string::npos) << again.out;
+  EXPECT_EQ(read(prefix + ".key_secret"), secret);
+
+  const nlohmann::json forced = Json("keygen --json --force --out " + prefix);
+  EXPECT_NE(forced["public_key"], public_key);
+  EXPECT_NE(read(prefix + ".key_secret"), secret);
+
+  EXPECT_NE(Rlswarm("keygen").exit_code, 0);  // --out is required
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
