@@ -1,0 +1,397 @@
+#include "rpc/broadcast.h"
+
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <zmq.hpp>
+
+#include "common/errors.h"
+#include "rpc/client.h"
+#include "rpc/internal/context.h"
+#include "rpc/internal/frames.h"
+#include "rpc/internal/zmq_security.h"
+#include "rpc/server.h"
+#include "rpc/wire.h"
+
+namespace rlswarm::rpc {
+namespace {
+
+constexpr char kVersionMethod[] = "broadcast";
+constexpr char kBeaconMethod[] = "beacon";
+constexpr char kSnapshotMethod[] = "snapshot";
+constexpr std::size_t kAlignment = 8;  // every dtype's alignment
+
+std::size_t AlignUp(std::size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+// Packs [u32 header length][header][pad][payload 0][pad][payload 1]... into
+// one buffer, shared by every subscriber's queue.
+std::shared_ptr<std::vector<std::byte>> PackMessage(const char* method, std::uint64_t version,
+                                                    const std::vector<Payload>& payloads) {
+  Header header;
+  header.method = method;
+  header.request_id = version;
+  header.payloads = internal::Describe(payloads);
+  const std::string encoded = EncodeHeader(header);
+  std::size_t size = AlignUp(sizeof(std::uint32_t) + encoded.size());
+  for (const Payload& p : payloads) size = AlignUp(size + p.bytes().size());
+  auto buffer = std::make_shared<std::vector<std::byte>>(size);
+  const auto header_length = static_cast<std::uint32_t>(encoded.size());
+  std::memcpy(buffer->data(), &header_length, sizeof(header_length));
+  std::memcpy(buffer->data() + sizeof(header_length), encoded.data(), encoded.size());
+  std::size_t offset = AlignUp(sizeof(header_length) + encoded.size());
+  for (const Payload& p : payloads) {
+    if (!p.bytes().empty())
+      std::memcpy(buffer->data() + offset, p.bytes().data(), p.bytes().size());
+    offset = AlignUp(offset + p.bytes().size());
+  }
+  return buffer;
+}
+
+// Unpacks a message of PackMessage's format, trusting nothing: every length
+// is checked against the frame before it is used. Payloads view the frame.
+VersionedBlob UnpackMessage(zmq::message_t frame, Header& header) {
+  const std::size_t size = frame.size();
+  std::uint32_t header_length = 0;
+  if (size < sizeof(header_length)) throw InvalidArgument("broadcast message too short");
+  std::memcpy(&header_length, frame.data(), sizeof(header_length));
+  if (header_length > size - sizeof(header_length)) {
+    throw InvalidArgument("broadcast header length exceeds the message");
+  }
+  header = DecodeHeader(
+      {static_cast<const std::byte*>(frame.data()) + sizeof(header_length), header_length});
+  std::size_t offset = AlignUp(sizeof(header_length) + header_length);
+  std::vector<std::pair<std::size_t, std::size_t>> spans;  // offset, bytes
+  for (const PayloadDescriptor& d : header.payloads) {
+    const std::uint64_t bytes = PayloadBytes(d);
+    if (offset > size || bytes > size - offset) {
+      throw InvalidArgument("broadcast payloads exceed the message");
+    }
+    spans.emplace_back(offset, bytes);
+    offset = AlignUp(offset + bytes);
+  }
+  if (offset != AlignUp(size)) throw InvalidArgument("broadcast message has trailing bytes");
+
+  auto message = std::make_shared<zmq::message_t>(std::move(frame));
+  const auto* base = static_cast<const std::byte*>(message->data());
+  const bool aligned = reinterpret_cast<std::uintptr_t>(base) % kAlignment == 0;
+  VersionedBlob blob;
+  blob.version = header.request_id;
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    const auto& d = header.payloads[i];
+    const std::byte* data = base + spans[i].first;
+    blob.payloads.push_back(aligned
+                                ? Payload::Adopt(d.dtype, d.shape, message, data, spans[i].second)
+                                : Payload::Copy(d.dtype, d.shape, data, spans[i].second));
+  }
+  return blob;
+}
+
+void ReleaseBuffer(void*, void* hint) {
+  delete static_cast<std::shared_ptr<std::vector<std::byte>>*>(hint);
+}
+
+zmq::message_t SharedFrame(const std::shared_ptr<std::vector<std::byte>>& buffer) {
+  auto* hint = new std::shared_ptr<std::vector<std::byte>>(buffer);
+  return zmq::message_t(buffer->data(), buffer->size(), &ReleaseBuffer, hint);
+}
+
+// The snapshot reply: payload 0 is the version (int64 scalar), the rest the blob.
+Payload VersionPayload(std::uint64_t version) {
+  const auto v = static_cast<std::int64_t>(version);
+  return Payload::Copy(DType::kInt64, {}, &v, sizeof(v));
+}
+
+}  // namespace
+
+class Publisher::Impl {
+ public:
+  explicit Impl(PublisherOptions options)
+      : options_(std::move(options)), socket_(internal::ProcessContext(), zmq::socket_type::pub) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.set(zmq::sockopt::sndhwm, options_.send_high_water_mark);
+    zap_domain_ = internal::ConfigureCurveServer(socket_, options_.security);
+    try {
+      socket_.bind(options_.endpoint);
+    } catch (const zmq::error_t& e) {
+      throw Unavailable(options_.name + ": cannot bind " + options_.endpoint + ": " + e.what());
+    }
+    endpoint_ = socket_.get(zmq::sockopt::last_endpoint);
+
+    ServerOptions server_options;
+    server_options.endpoint = options_.snapshot_endpoint;
+    server_options.num_workers = 1;
+    server_options.security = options_.security;
+    server_options.name = options_.name + "-snapshot";
+    snapshot_server_ = std::make_unique<Server>(server_options);
+    snapshot_server_->Register(kSnapshotMethod, [this](Request, Responder responder) {
+      std::vector<Payload> reply;
+      {
+        std::lock_guard lock(mutex_);
+        reply.reserve(current_.payloads.size() + 1);
+        reply.push_back(VersionPayload(current_.version));
+        reply.insert(reply.end(), current_.payloads.begin(), current_.payloads.end());
+      }
+      responder.Reply(std::move(reply));
+    });
+    snapshot_server_->Start();
+    if (options_.beacon_interval.count() > 0) beacon_thread_ = std::thread([this] { Beacon(); });
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    stop_.notify_all();
+    if (beacon_thread_.joinable()) beacon_thread_.join();
+    snapshot_server_->Stop();
+    socket_.close();
+  }
+
+  void Publish(std::uint64_t version, std::vector<Payload> payloads) {
+    {
+      std::lock_guard lock(mutex_);
+      CheckNewer(version);
+    }
+    // Pack outside the lock: the copy of a large blob must not hold up
+    // snapshots or beacons.
+    auto packed = PackMessage(kVersionMethod, version, payloads);
+    std::lock_guard lock(mutex_);
+    CheckNewer(version);  // a concurrent Publish may have won meanwhile
+    // PUB never blocks: at a subscriber's high-water mark the message is
+    // dropped for that subscriber only.
+    (void)socket_.send(SharedFrame(packed), zmq::send_flags::dontwait);
+    current_.version = version;
+    current_.payloads = std::move(payloads);
+  }
+
+  std::string endpoint() const { return endpoint_; }
+  std::string snapshot_endpoint() const { return snapshot_server_->endpoint(); }
+  std::uint64_t version() const {
+    std::lock_guard lock(mutex_);
+    return current_.version;
+  }
+
+ private:
+  void CheckNewer(std::uint64_t version) const {
+    if (version <= current_.version) {
+      throw InvalidArgument(options_.name + ": version " + std::to_string(version) +
+                            " is not newer than " + std::to_string(current_.version));
+    }
+  }
+
+  void Beacon() {
+    std::unique_lock lock(mutex_);
+    while (!stop_.wait_for(lock, options_.beacon_interval, [this] { return stopping_; })) {
+      if (current_.version == 0) continue;
+      auto beacon = PackMessage(kBeaconMethod, current_.version, {});
+      (void)socket_.send(zmq::buffer(beacon->data(), beacon->size()), zmq::send_flags::dontwait);
+    }
+  }
+
+  PublisherOptions options_;
+  // The PUB socket is used only under mutex_ (Publish and the beacon thread):
+  // one user at a time, with the full memory barrier ZeroMQ asks for.
+  mutable std::mutex mutex_;
+  std::condition_variable stop_;
+  bool stopping_ = false;  // guarded by mutex_
+  zmq::socket_t socket_;
+  std::unique_ptr<internal::ZapDomain> zap_domain_;
+  std::string endpoint_;
+  VersionedBlob current_;  // guarded by mutex_
+  std::unique_ptr<Server> snapshot_server_;
+  std::thread beacon_thread_;
+};
+
+Publisher::Publisher(PublisherOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+Publisher::~Publisher() = default;
+void Publisher::Publish(std::uint64_t version, std::vector<Payload> payloads) {
+  impl_->Publish(version, std::move(payloads));
+}
+std::string Publisher::endpoint() const { return impl_->endpoint(); }
+std::string Publisher::snapshot_endpoint() const { return impl_->snapshot_endpoint(); }
+std::uint64_t Publisher::version() const { return impl_->version(); }
+
+class Subscriber::Impl {
+ public:
+  explicit Impl(SubscriberOptions options) : options_(std::move(options)) {
+    if (options_.endpoint.empty() || options_.snapshot_endpoint.empty()) {
+      throw InvalidArgument(options_.name + ": endpoint and snapshot_endpoint are required");
+    }
+    control_address_ = internal::UniqueInprocEndpoint("subscriber-control");
+    control_ = zmq::socket_t(internal::ProcessContext(), zmq::socket_type::pair);
+    control_.set(zmq::sockopt::linger, 0);
+    control_.bind(control_address_);
+
+    ClientOptions client_options;
+    client_options.endpoint = options_.snapshot_endpoint;
+    client_options.security = options_.security;
+    client_options.max_message_bytes = options_.max_message_bytes;
+    client_options.name = options_.name + "-snapshot";
+    snapshot_client_ = std::make_unique<Client>(client_options);
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  ~Impl() {
+    (void)control_.send(zmq::str_buffer("stop"), zmq::send_flags::none);
+    thread_.join();
+    snapshot_client_->Close();
+    control_.close();
+  }
+
+  std::optional<VersionedBlob> Latest() const {
+    std::lock_guard lock(mutex_);
+    if (latest_.version == 0) return std::nullopt;
+    return latest_;
+  }
+
+  std::optional<VersionedBlob> WaitNewer(std::uint64_t after,
+                                         std::chrono::milliseconds timeout) const {
+    std::unique_lock lock(mutex_);
+    if (!changed_.wait_for(lock, timeout, [&] { return latest_.version > after; })) {
+      return std::nullopt;
+    }
+    return latest_;
+  }
+
+  std::uint64_t version() const {
+    std::lock_guard lock(mutex_);
+    return latest_.version;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  // Receive thread: owns the SUB socket and its end of the control pair.
+  void Run() {
+    zmq::socket_t stop(internal::ProcessContext(), zmq::socket_type::pair);
+    stop.set(zmq::sockopt::linger, 0);
+    stop.connect(control_address_);
+    zmq::socket_t sub(internal::ProcessContext(), zmq::socket_type::sub);
+    sub.set(zmq::sockopt::linger, 0);
+    sub.set(zmq::sockopt::rcvhwm, options_.receive_high_water_mark);
+    sub.set(zmq::sockopt::maxmsgsize, options_.max_message_bytes);
+    try {
+      internal::ConfigureCurveClient(sub, options_.security);
+      sub.set(zmq::sockopt::subscribe, "");
+      sub.connect(options_.endpoint);
+    } catch (const std::exception& e) {
+      spdlog::error("{}: cannot subscribe to {}: {}", options_.name, options_.endpoint, e.what());
+      return;
+    }
+    // Clone pattern: subscribe first, then ask for the snapshot, so nothing
+    // published in between is missed (older updates are ignored by version).
+    std::future<Reply> snapshot = RequestSnapshot();
+    auto retry_at = Clock::time_point::max();
+    std::vector<zmq_pollitem_t> items = {{stop.handle(), 0, ZMQ_POLLIN, 0},
+                                         {sub.handle(), 0, ZMQ_POLLIN, 0}};
+    while (true) {
+      // While a snapshot is pending or due, wake periodically to check it.
+      const bool snapshot_work = snapshot.valid() || retry_at != Clock::time_point::max();
+      internal::Poll(items, std::chrono::milliseconds(snapshot_work ? 10 : -1));
+      if (items[0].revents & ZMQ_POLLIN) break;
+      if (items[1].revents & ZMQ_POLLIN) DrainUpdates(sub);
+      const auto now = Clock::now();
+      if (snapshot.valid() &&
+          snapshot.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        if (!ApplySnapshot(snapshot)) retry_at = now + std::chrono::milliseconds(200);
+      }
+      const bool behind = newest_announced_ > version();
+      if (!snapshot.valid() &&
+          (now >= retry_at || (behind && retry_at == Clock::time_point::max()))) {
+        retry_at = Clock::time_point::max();
+        if (version() == 0 || behind) snapshot = RequestSnapshot();
+      }
+    }
+    sub.close();
+    stop.close();
+  }
+
+  std::future<Reply> RequestSnapshot() {
+    CallOptions call;
+    call.timeout = options_.snapshot_timeout;
+    call.idempotent = true;
+    return snapshot_client_->Call(kSnapshotMethod, {}, call);
+  }
+
+  // Applies a finished snapshot call; false if it failed (the publisher may
+  // not be up yet) and should be retried.
+  bool ApplySnapshot(std::future<Reply>& snapshot) {
+    try {
+      Reply reply = snapshot.get();
+      if (reply.payloads.empty() || reply.payloads[0].dtype() != DType::kInt64 ||
+          reply.payloads[0].NumElements() != 1) {
+        throw InvalidArgument("malformed snapshot reply");
+      }
+      const auto version = static_cast<std::uint64_t>(reply.payloads[0].As<std::int64_t>()[0]);
+      reply.payloads.erase(reply.payloads.begin());
+      Offer(version, std::move(reply.payloads));
+      return true;
+    } catch (const std::exception& e) {
+      spdlog::warn("{}: snapshot from {} failed ({}); retrying", options_.name,
+                   options_.snapshot_endpoint, e.what());
+      return false;
+    }
+  }
+
+  // Reads every queued message and keeps the newest version.
+  void DrainUpdates(zmq::socket_t& sub) {
+    internal::ReceivedMessage message;
+    while (internal::ReceiveMessage(sub, 1, message)) {
+      try {
+        if (message.too_many_frames || message.frames.size() != 1) {
+          throw InvalidArgument("broadcast messages have one frame");
+        }
+        Header header;
+        VersionedBlob blob = UnpackMessage(std::move(message.frames[0]), header);
+        if (header.method == kBeaconMethod) {
+          newest_announced_ = std::max(newest_announced_, blob.version);
+        } else if (header.method == kVersionMethod) {
+          newest_announced_ = std::max(newest_announced_, blob.version);
+          Offer(blob.version, std::move(blob.payloads));
+        } else {
+          throw InvalidArgument("unknown broadcast method '" + header.method + "'");
+        }
+      } catch (const std::exception& e) {
+        spdlog::warn("{}: dropped a malformed broadcast message: {}", options_.name, e.what());
+      }
+      message = {};
+    }
+  }
+
+  void Offer(std::uint64_t version, std::vector<Payload> payloads) {
+    {
+      std::lock_guard lock(mutex_);
+      if (version <= latest_.version) return;
+      latest_.version = version;
+      latest_.payloads = std::move(payloads);
+    }
+    changed_.notify_all();
+  }
+
+  SubscriberOptions options_;
+  std::string control_address_;
+  zmq::socket_t control_;
+  std::unique_ptr<Client> snapshot_client_;
+  std::uint64_t newest_announced_ = 0;  // receive thread only
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  VersionedBlob latest_;  // guarded by mutex_
+  std::thread thread_;
+};
+
+Subscriber::Subscriber(SubscriberOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+Subscriber::~Subscriber() = default;
+std::optional<VersionedBlob> Subscriber::Latest() const { return impl_->Latest(); }
+std::optional<VersionedBlob> Subscriber::WaitNewer(std::uint64_t after,
+                                                   std::chrono::milliseconds timeout) const {
+  return impl_->WaitNewer(after, timeout);
+}
+std::uint64_t Subscriber::version() const { return impl_->version(); }
+
+}  // namespace rlswarm::rpc
