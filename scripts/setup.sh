@@ -14,13 +14,13 @@ packages=(
   # OpenBLAS is not optional: without it Debian's LibTorch falls back to the
   # reference BLAS and a small MLP training step is ~10x slower.
   libopenblas0-openmp
-  # Transport.
-  libzmq3-dev cppzmq-dev
+  # Transport, and the rpc header's serialization (MessagePack).
+  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
   # Boost (Asio, Beast, Process) and the rest of the third-party libraries.
   libboost-dev libboost-filesystem-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
-  # Tests and benchmarks.
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # Tests and benchmarks; clang with its runtime for libFuzzer targets.
+  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
 )
 
 is_installed() {
