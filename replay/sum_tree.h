@@ -1,0 +1,44 @@
+#pragma once
+
+// SumTree: a complete binary tree whose leaves hold non-negative weights and
+// whose inner nodes hold the sum of their children, so that setting a leaf
+// and drawing a leaf with probability weight / total both take O(log n)
+// (the "sum-tree" of PER, Schaul et al. 2016, Appendix B.2.1).
+//
+// Inner nodes are recomputed from their children on every update (never
+// adjusted by a delta), so rounding errors do not accumulate however many
+// updates a leaf sees.
+//
+// Not thread safe: the owner serialises access.
+
+#include <cstdint>
+#include <vector>
+
+namespace rlswarm::replay {
+
+class SumTree {
+ public:
+  // `num_leaves` >= 1 leaves, all 0.
+  explicit SumTree(std::int64_t num_leaves);
+
+  std::int64_t num_leaves() const { return num_leaves_; }
+  // Requires 0 <= leaf < num_leaves() and weight finite and >= 0.
+  void Set(std::int64_t leaf, double weight);
+  double Get(std::int64_t leaf) const { return nodes_[base_ + leaf]; }
+  double Total() const { return nodes_[1]; }
+  // Sets every leaf at once in O(n) (used when alpha changes and on restore).
+  void Assign(const std::vector<double>& weights);
+
+  // The leaf whose prefix-sum interval holds `mass`, for `mass` in
+  // [0, Total()). Never returns a leaf of weight 0: a subtree of sum 0 is
+  // never entered, so rounding cannot land on an empty leaf. Requires
+  // Total() > 0.
+  std::int64_t Find(double mass) const;
+
+ private:
+  std::int64_t num_leaves_;
+  std::int64_t base_;          // index of leaf 0: the smallest power of two >= num_leaves
+  std::vector<double> nodes_;  // 1-based heap layout; nodes_[0] unused
+};
+
+}  // namespace rlswarm::replay

@@ -1,0 +1,384 @@
+#include "replay/table.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "common/errors.h"
+#include "replay/selectors/prioritized.h"
+#include "replay/table_internal.h"
+
+namespace rlswarm::replay {
+
+void TableOptions::Validate() const {
+  if (name.empty()) throw InvalidArgument("table: name is empty");
+  signature.Validate();
+  if (capacity < 1 || capacity > (std::int64_t{1} << 32)) {
+    throw InvalidArgument("table '" + name + "': capacity must be in [1, 2^32], got " +
+                          std::to_string(capacity));
+  }
+  selector.Validate();
+  rate_limiter.Validate();
+  if (max_times_sampled < 0) {
+    throw InvalidArgument("table '" + name + "': max_times_sampled must be >= 0 (0: unlimited)");
+  }
+  if (chunk_rows < 1 || chunk_rows > (std::int64_t{1} << 30)) {
+    throw InvalidArgument("table '" + name + "': chunk_rows must be in [1, 2^30]");
+  }
+  if (staleness_window < 1) throw InvalidArgument("table '" + name + "': staleness_window < 1");
+}
+
+namespace {
+
+const TableOptions& Validated(const TableOptions& options) {
+  options.Validate();
+  return options;
+}
+
+void CheckPriority(double priority, std::size_t index, const char* what) {
+  if (!std::isfinite(priority) || priority < 0) {
+    throw InvalidArgument(std::string(what) + "[" + std::to_string(index) + "] = " +
+                          std::to_string(priority) + ": priorities must be finite and >= 0");
+  }
+}
+
+}  // namespace
+
+Table::Table(TableOptions options, std::shared_ptr<const Clock> clock)
+    : initial_options_(Validated(options)),
+      clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()),
+      selector_options_(initial_options_.selector),
+      max_times_sampled_(initial_options_.max_times_sampled),
+      store_(initial_options_.signature, initial_options_.capacity, initial_options_.chunk_rows),
+      selector_(MakeSelector(initial_options_.selector, initial_options_.capacity)),
+      limiter_(initial_options_.rate_limiter),
+      rng_(initial_options_.seed),
+      insert_rate_(clock_->NowNanos()),
+      sample_rate_(clock_->NowNanos()),
+      staleness_(initial_options_.staleness_window) {}
+
+Table::~Table() { Close(); }
+
+// --- Validation, without the lock ---------------------------------------------
+
+Table::PreparedInsert Table::PrepareInsert(const InsertBatch& batch) const {
+  PreparedInsert prepared;
+  prepared.n = ValidateBatch(signature(), batch.fields, prepared.fields);
+  if (prepared.n > initial_options_.capacity) {
+    throw InvalidArgument("batch of " + std::to_string(prepared.n) +
+                          " items exceeds the table capacity " +
+                          std::to_string(initial_options_.capacity));
+  }
+  if (!batch.priorities.empty()) {
+    if (static_cast<std::int64_t>(batch.priorities.size()) != prepared.n) {
+      throw InvalidArgument("priorities: " + std::to_string(batch.priorities.size()) +
+                            " for a batch of " + std::to_string(prepared.n) + " items");
+    }
+    for (std::size_t i = 0; i < batch.priorities.size(); ++i) {
+      CheckPriority(batch.priorities[i], i, "priorities");
+    }
+  }
+  prepared.priorities = batch.priorities;
+  prepared.policy_version = batch.policy_version;
+  prepared.keys.resize(prepared.n);
+  return prepared;
+}
+
+SampledBatch Table::AllocateBatch(const SampleRequest& request) const {
+  if (request.batch_size < 1 || request.batch_size > kMaxSampleBatch) {
+    throw InvalidArgument("sample: batch_size must be in [1, " + std::to_string(kMaxSampleBatch) +
+                          "], got " + std::to_string(request.batch_size));
+  }
+  const auto b = static_cast<std::size_t>(request.batch_size);
+  SampledBatch batch;
+  batch.keys.resize(b);
+  batch.priorities.resize(b);
+  batch.probabilities.resize(b);
+  batch.table_sizes.resize(b);
+  batch.times_sampled.resize(b);
+  batch.policy_versions.resize(b);
+  batch.insert_times_ns.resize(b);
+  for (const FieldSpec& spec : signature().fields) {
+    SampledField field;
+    field.name = spec.name;
+    field.dtype = spec.dtype;
+    field.shape.push_back(request.batch_size);
+    field.shape.insert(field.shape.end(), spec.shape.begin(), spec.shape.end());
+    field.num_bytes = b * spec.ItemBytes();
+    field.data = std::make_shared_for_overwrite<std::byte[]>(field.num_bytes);
+    batch.fields.push_back(std::move(field));
+  }
+  return batch;
+}
+
+void Table::FinishBatch(SampledBatch& batch, double beta) {
+  batch.weights.resize(batch.keys.size());
+  ComputeImportanceWeights(batch.probabilities, batch.table_sizes, beta, batch.weights);
+}
+
+// --- Under the lock -------------------------------------------------------------
+
+void Table::CheckOpenLocked() const {
+  if (closed_) throw Cancelled("table '" + initial_options_.name + "' is closed");
+}
+
+void Table::RemoveLocked(std::int64_t slot) {
+  histogram_.Remove(store_.Meta(slot).priority);
+  selector_->Remove(slot);
+  store_.Free(slot);
+  limiter_.OnDeletes(1);
+}
+
+void Table::InsertLocked(PreparedInsert& insert) {
+  const std::int64_t now = clock_->NowNanos();
+  const std::uint64_t seq_limit = std::uint64_t{1} << (64 - store_.slot_bits());
+  if (next_seq_ + static_cast<std::uint64_t>(insert.n) >= seq_limit) {
+    // Not reachable in practice (2^44 inserts for a capacity of 2^20) but
+    // never wrap: a reused key would update the wrong item.
+    throw ResourceExhausted("table '" + initial_options_.name + "': key space exhausted");
+  }
+  ColumnStore& columns = store_.columns();
+  const auto& fields = signature().fields;
+  for (std::int64_t i = 0; i < insert.n; ++i) {
+    if (store_.size() == store_.capacity()) {
+      RemoveLocked(store_.Oldest());
+      ++counters_.evicted;
+    }
+    const std::uint64_t seq = next_seq_++;
+    const double priority = insert.priorities.empty() ? max_priority_ : insert.priorities[i];
+    const std::int64_t slot = store_.Allocate(
+        seq,
+        {.priority = priority, .insert_time_ns = now, .policy_version = insert.policy_version});
+    for (std::size_t f = 0; f < fields.size(); ++f) {
+      const std::size_t bytes = columns.width(ItemStore::FieldColumn(f));
+      std::memcpy(columns.MutableRow(ItemStore::FieldColumn(f), slot),
+                  insert.fields[f] + static_cast<std::size_t>(i) * bytes, bytes);
+    }
+    selector_->Insert(slot, priority);
+    histogram_.Add(priority);
+    max_priority_ = std::max(max_priority_, priority);
+    insert.keys[i] = store_.MakeKey(seq, slot);
+  }
+  max_policy_version_ = std::max(max_policy_version_, insert.policy_version);
+  limiter_.OnInserts(insert.n);
+  counters_.inserted += insert.n;
+  insert_rate_.Add(insert.n, now);
+}
+
+void Table::SampleLocked(const SampleRequest& request, SampledBatch& batch) {
+  assert(store_.size() > 0);
+  const std::int64_t now = clock_->NowNanos();
+  const std::int64_t version = request.policy_version.value_or(max_policy_version_);
+  if (static_cast<std::int64_t>(drawn_slots_.size()) < request.batch_size) {
+    drawn_slots_.resize(static_cast<std::size_t>(request.batch_size));
+  }
+  const ColumnStore& columns = store_.columns();
+  const auto& fields = signature().fields;
+  std::int64_t b = 0;
+  for (; b < request.batch_size && store_.size() > 0; ++b) {
+    const Selection selection = selector_->Sample(rng_);
+    const std::int64_t slot = selection.slot;
+    ItemMeta meta = store_.Meta(slot);
+    ++meta.times_sampled;
+    store_.SetMeta(slot, meta);
+    batch.keys[b] = meta.key;
+    batch.priorities[b] = meta.priority;
+    batch.probabilities[b] = selection.probability;
+    batch.table_sizes[b] = store_.size();
+    batch.times_sampled[b] = meta.times_sampled;
+    batch.insert_times_ns[b] = meta.insert_time_ns;
+    batch.policy_versions[b] = meta.policy_version;
+    staleness_.Record(now - batch.insert_times_ns[b], version - batch.policy_versions[b]);
+    drawn_slots_[b] = slot;
+    if (max_times_sampled_ > 0 && meta.times_sampled >= max_times_sampled_) {
+      // Freeing a slot keeps its bytes until the next insert, so the gather
+      // below still reads them.
+      RemoveLocked(slot);
+      ++counters_.removed_max_times_sampled;
+    }
+  }
+  // Gather field by field, prefetching a few rows ahead: the draws are
+  // random rows, and independent loads overlap where a row-by-row copy of
+  // every field would wait for each miss in turn.
+  constexpr std::int64_t kPrefetchAhead = 8;
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    const std::size_t column = ItemStore::FieldColumn(f);
+    const std::size_t bytes = columns.width(column);
+    std::byte* out = batch.fields[f].data.get();
+    for (std::int64_t i = 0; i < b; ++i) {
+      if (i + kPrefetchAhead < b) {
+        __builtin_prefetch(columns.Row(column, drawn_slots_[i + kPrefetchAhead]));
+      }
+      std::memcpy(out + static_cast<std::size_t>(i) * bytes, columns.Row(column, drawn_slots_[i]),
+                  bytes);
+    }
+  }
+  if (b < request.batch_size) {
+    // The table ran out of items (max_times_sampled): trim to the draws made.
+    const auto n = static_cast<std::size_t>(b);
+    batch.keys.resize(n);
+    batch.priorities.resize(n);
+    batch.probabilities.resize(n);
+    batch.table_sizes.resize(n);
+    batch.times_sampled.resize(n);
+    batch.policy_versions.resize(n);
+    batch.insert_times_ns.resize(n);
+    for (std::size_t f = 0; f < fields.size(); ++f) {
+      batch.fields[f].shape[0] = b;
+      batch.fields[f].num_bytes = n * fields[f].ItemBytes();
+    }
+  }
+  limiter_.OnSamples(b);
+  counters_.sampled += b;
+  sample_rate_.Add(b, now);
+}
+
+// --- Priorities and configuration ---------------------------------------------
+
+PriorityUpdateResult Table::UpdatePriorities(std::span<const std::uint64_t> keys,
+                                             std::span<const double> priorities) {
+  if (keys.size() != priorities.size()) {
+    throw InvalidArgument("update_priorities: " + std::to_string(keys.size()) + " keys but " +
+                          std::to_string(priorities.size()) + " priorities");
+  }
+  for (std::size_t i = 0; i < priorities.size(); ++i) CheckPriority(priorities[i], i, "priorities");
+  PriorityUpdateResult result;
+  MutexLock lock(mu_);
+  CheckOpenLocked();
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::int64_t slot = store_.Find(keys[i]);
+    if (slot < 0) {
+      ++result.ignored;
+      continue;
+    }
+    ItemMeta meta = store_.Meta(slot);
+    histogram_.Remove(meta.priority);
+    histogram_.Add(priorities[i]);
+    meta.priority = priorities[i];
+    store_.SetMeta(slot, meta);
+    selector_->Update(slot, priorities[i]);
+    max_priority_ = std::max(max_priority_, priorities[i]);
+    ++result.updated;
+  }
+  counters_.priorities_updated += result.updated;
+  counters_.priority_updates_ignored += result.ignored;
+  return result;
+}
+
+void Table::Reconfigure(const TableReconfig& change) {
+  Completions done;
+  {
+    MutexLock lock(mu_);
+    CheckOpenLocked();
+    // Validate the whole change before applying any of it.
+    SelectorOptions selector = selector_options_;
+    if (change.alpha) selector.alpha = *change.alpha;
+    if (change.beta) selector.beta = *change.beta;
+    selector.Validate();
+    if (change.rate_limiter) change.rate_limiter->Validate();
+    if (change.max_times_sampled && *change.max_times_sampled < 0) {
+      throw InvalidArgument("max_times_sampled must be >= 0 (0: unlimited), got " +
+                            std::to_string(*change.max_times_sampled));
+    }
+
+    selector_->Reconfigure(selector);
+    selector_options_ = selector;
+    if (change.rate_limiter) limiter_.Reconfigure(*change.rate_limiter);
+    if (change.max_times_sampled) {
+      max_times_sampled_ = *change.max_times_sampled;
+      if (max_times_sampled_ > 0) {
+        std::vector<std::int64_t> spent;
+        for (std::int64_t slot = 0; slot < store_.capacity(); ++slot) {
+          const ItemMeta meta = store_.Meta(slot);
+          if (meta.key != 0 && meta.times_sampled >= max_times_sampled_) spent.push_back(slot);
+        }
+        for (std::int64_t slot : spent) RemoveLocked(slot);
+        counters_.removed_max_times_sampled += static_cast<std::int64_t>(spent.size());
+      }
+    }
+    ServeWaitersLocked(done);
+  }
+  Run(done);
+}
+
+void Table::SetRemoteCounts(std::int64_t inserts, std::int64_t samples) {
+  Completions done;
+  {
+    MutexLock lock(mu_);
+    limiter_.SetRemoteCounts(inserts, samples);
+    if (!closed_) ServeWaitersLocked(done);
+  }
+  Run(done);
+}
+
+// --- Checkpoints ----------------------------------------------------------------
+
+TableSnapshot Table::TakeSnapshot() {
+  MutexLock lock(mu_);
+  TableState state;
+  state.options = initial_options_;
+  state.options.selector = selector_options_;
+  state.options.max_times_sampled = max_times_sampled_;
+  state.options.rate_limiter = limiter_.options();
+  state.limiter = limiter_.counts();
+  state.counters = counters_;
+  state.next_seq = next_seq_;
+  state.max_priority = max_priority_;
+  state.max_policy_version = max_policy_version_;
+  state.size = store_.size();
+  return TableSnapshot(this, std::move(state), store_.columns().TakeSnapshot(), store_.slot_bits());
+}
+
+void Table::ReleaseSnapshot() {
+  MutexLock lock(mu_);
+  store_.columns().ReleaseSnapshot();
+}
+
+void Table::RestoreRows(std::size_t column, std::span<const std::int64_t> slots,
+                        std::span<const std::byte> rows) {
+  MutexLock lock(mu_);
+  ColumnStore& columns = store_.columns();
+  const std::size_t width = columns.width(column);
+  assert(rows.size() == slots.size() * width);
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    std::memcpy(columns.MutableRow(column, slots[i]), rows.data() + i * width, width);
+  }
+}
+
+void Table::FinishRestore(const TableState& state, const std::vector<std::int64_t>& slots) {
+  MutexLock lock(mu_);
+  assert(store_.size() == 0 && counters_.inserted == 0);
+  selector_options_ = state.options.selector;
+  selector_->Reconfigure(selector_options_);
+  store_.Restore(slots);
+  for (std::int64_t slot : slots) {
+    const double priority = store_.Meta(slot).priority;
+    selector_->Insert(slot, priority);
+    histogram_.Add(priority);
+  }
+  max_times_sampled_ = state.options.max_times_sampled;
+  limiter_.Reconfigure(state.options.rate_limiter);
+  limiter_.RestoreCounts(state.limiter);
+  counters_ = state.counters;
+  next_seq_ = state.next_seq;
+  max_priority_ = state.max_priority;
+  max_policy_version_ = state.max_policy_version;
+}
+
+TableSnapshot::TableSnapshot(TableSnapshot&& other) noexcept
+    : table_(std::exchange(other.table_, nullptr)),
+      state_(std::move(other.state_)),
+      columns_(std::move(other.columns_)),
+      slot_bits_(other.slot_bits_) {}
+
+TableSnapshot::~TableSnapshot() {
+  if (table_ == nullptr) return;
+  // Drop the chunk references first, outside the table lock: chunks that
+  // writers replaced meanwhile are freed here, by the checkpoint thread.
+  columns_ = ColumnStore::Snapshot();
+  table_->ReleaseSnapshot();
+}
+
+}  // namespace rlswarm::replay

@@ -1,0 +1,39 @@
+#pragma once
+
+// Private parts of Table shared by its .cc files. Not part of the API.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "replay/table.h"
+
+namespace rlswarm::replay {
+
+// A validated insert: the field data in signature order and the keys it
+// will get (allocated before taking the lock).
+struct Table::PreparedInsert {
+  std::vector<const std::byte*> fields;
+  std::int64_t n = 0;
+  std::span<const double> priorities;
+  std::int64_t policy_version = 0;
+  std::vector<std::uint64_t> keys;
+};
+
+struct Table::InsertWaiter {
+  WaiterId id;
+  Deadline deadline;
+  PreparedInsert insert;
+  InsertCallback done;
+};
+
+struct Table::SampleWaiter {
+  WaiterId id;
+  Deadline deadline;
+  SampleRequest request;
+  SampledBatch batch;  // allocated before taking the lock
+  SampleCallback done;
+};
+
+}  // namespace rlswarm::replay
