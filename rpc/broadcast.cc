@@ -89,13 +89,12 @@ VersionedBlob UnpackMessage(zmq::message_t frame, Header& header) {
   return blob;
 }
 
-void ReleaseBuffer(void*, void* hint) {
-  delete static_cast<std::shared_ptr<std::vector<std::byte>>*>(hint);
-}
-
+// The packed buffer as one zero-copy frame (internal::PayloadFrame keeps the
+// buffer alive until ZeroMQ has sent it to every subscriber).
 zmq::message_t SharedFrame(const std::shared_ptr<std::vector<std::byte>>& buffer) {
-  auto* hint = new std::shared_ptr<std::vector<std::byte>>(buffer);
-  return zmq::message_t(buffer->data(), buffer->size(), &ReleaseBuffer, hint);
+  const auto size = static_cast<std::int64_t>(buffer->size());
+  return internal::PayloadFrame(
+      Payload::Adopt(DType::kUInt8, {size}, buffer, buffer->data(), buffer->size()));
 }
 
 // The snapshot reply: payload 0 is the version (int64 scalar), the rest the blob.
