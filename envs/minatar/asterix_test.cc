@@ -10,22 +10,15 @@
 #include <vector>
 
 #include "envs/minatar/minatar_env.h"
+#include "envs/minatar/observed_grid.h"
 #include "envs/random.h"
 
 namespace rlswarm::envs::minatar {
 namespace {
 
 constexpr int kC = Asterix::kChannels;
-using Grid = std::array<std::uint8_t, kGridSize * kGridSize * kC>;
+using Grid = GridOf<kC>;
 using Entity = Asterix::Entity;
-
-Grid Observe(const Asterix& game) {
-  Grid grid{};
-  game.WriteState(grid.data());
-  return grid;
-}
-
-bool At(const Grid& grid, int y, int x, int c) { return grid[(y * kGridSize + x) * kC + c] != 0; }
 
 int CountEntities(const Asterix::State& s) {
   return static_cast<int>(std::count_if(s.entities.begin(), s.entities.end(),

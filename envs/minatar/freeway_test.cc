@@ -10,21 +10,14 @@
 #include <vector>
 
 #include "envs/minatar/minatar_env.h"
+#include "envs/minatar/observed_grid.h"
 #include "envs/random.h"
 
 namespace rlswarm::envs::minatar {
 namespace {
 
 constexpr int kC = Freeway::kChannels;
-using Grid = std::array<std::uint8_t, kGridSize * kGridSize * kC>;
-
-Grid Observe(const Freeway& game) {
-  Grid grid{};
-  game.WriteState(grid.data());
-  return grid;
-}
-
-bool At(const Grid& grid, int y, int x, int c) { return grid[(y * kGridSize + x) * kC + c] != 0; }
+using Grid = GridOf<kC>;
 
 // A game after Reset whose cars all wait at x = 0 for a long time, so that a
 // test moves only what it sets up.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "envs/minatar/minatar_env.h"
+#include "envs/minatar/observed_grid.h"
 
 namespace rlswarm::envs::minatar {
 namespace {
@@ -53,17 +54,9 @@ struct Fixture {
   Seaquest game;
 };
 
-std::vector<std::uint8_t> Observe(const Seaquest& game) {
-  std::vector<std::uint8_t> grid(kGridSize * kGridSize * kC, 0);
-  game.WriteState(grid.data());
-  return grid;
-}
+using Grid = GridOf<kC>;
 
-bool At(const std::vector<std::uint8_t>& grid, int y, int x, int c) {
-  return grid[(y * kGridSize + x) * kC + c] != 0;
-}
-
-int CountChannel(const std::vector<std::uint8_t>& grid, int c) {
+int CountChannel(const Grid& grid, int c) {
   int n = 0;
   for (int i = 0; i < kGridSize * kGridSize; ++i) n += grid[i * kC + c];
   return n;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "envs/minatar/minatar_env.h"
+#include "envs/minatar/observed_grid.h"
 
 namespace rlswarm::envs::minatar {
 namespace {
@@ -33,15 +34,7 @@ Cells CellsOf(const Rows& rows) {
   return cells;
 }
 
-std::vector<std::uint8_t> Observe(const SpaceInvaders& game) {
-  std::vector<std::uint8_t> grid(kGridSize * kGridSize * kC, 0);
-  game.WriteState(grid.data());
-  return grid;
-}
-
-bool At(const std::vector<std::uint8_t>& grid, int y, int x, int c) {
-  return grid[(y * kGridSize + x) * kC + c] != 0;
-}
+using Grid = GridOf<kC>;
 
 // A game after Reset, with timers pushed out of the way so a test changes
 // only what it is about.
