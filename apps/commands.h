@@ -13,5 +13,7 @@ void AddEnvsCommand(CLI::App& app);
 void AddEvaluateCommand(CLI::App& app);
 // `rlswarm keygen --out PREFIX [--force] [--json]`
 void AddKeygenCommand(CLI::App& app);
+// `rlswarm replay --config FILE --shard I [--bind EP] [--endpoint-file F]`
+void AddReplayCommand(CLI::App& app);
 
 }  // namespace rlswarm::apps

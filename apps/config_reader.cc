@@ -178,6 +178,13 @@ void ConfigReader::Read(const YAML::Node& node, std::string_view key, std::int64
   value = v;
 }
 
+void ConfigReader::Read(const YAML::Node& node, std::string_view key,
+                        std::vector<std::string>& value, Bounds) {
+  if (!node.IsSequence()) Fail(key, node, "must be a list of strings");
+  value.clear();
+  for (const YAML::Node& element : node) value.push_back(Scalar(element, key, "a string"));
+}
+
 void ConfigReader::Read(const YAML::Node& node, std::string_view key, int& value, Bounds bounds) {
   std::int64_t v = 0;
   bounds.min = std::max<double>(bounds.min, std::numeric_limits<int>::min());

@@ -102,6 +102,9 @@ class ConfigReader {
   void Read(const YAML::Node& node, std::string_view key, std::int64_t& value, Bounds bounds);
   void Read(const YAML::Node& node, std::string_view key, std::uint64_t& value, Bounds bounds);
   void Read(const YAML::Node& node, std::string_view key, int& value, Bounds bounds);
+  // A list of strings ("[a, b]" or a YAML block list).
+  void Read(const YAML::Node& node, std::string_view key, std::vector<std::string>& value,
+            Bounds bounds);
   template <class T>
   void Read(const YAML::Node& node, std::string_view key, std::optional<T>& value, Bounds bounds) {
     if (node.IsNull()) {

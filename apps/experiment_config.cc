@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "replay/service/transition.h"
+
 namespace rlswarm::apps {
 
 envs::EnvOptions EnvSection::ToEnvOptions() const {
@@ -49,6 +51,7 @@ ExperimentConfig ExperimentConfig::Load(const std::string& file,
   ConfigReader reader(tree);
   config.Visit(reader);
   reader.FinishRoot();
+  config.replay.Check(file);
   // Options that are valid alone but not together (a MinAtar option on a
   // classic-control env): let the env registry judge, and say where.
   try {
@@ -71,6 +74,13 @@ ExperimentConfig ExperimentConfig::Load(const std::string& file,
                       security.client_key + "'");
   }
   return config;
+}
+
+replay::Signature ExperimentConfig::TransitionSignature() const {
+  const auto env_instance = envs::MakeEnv(env.name, env.ToEnvOptions());
+  const envs::EnvSpec& spec = env_instance->spec();
+  return replay::TransitionSignature(spec.observation.dtype, spec.observation.shape,
+                                     spec.action.array.dtype, spec.action.array.shape);
 }
 
 std::string ExperimentConfig::ToYaml() {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "apps/config_reader.h"
+#include "apps/replay_section.h"
 #include "envs/registry.h"
 #include "envs/vector_env.h"
 #include "rpc/security.h"
@@ -108,6 +109,7 @@ struct ExperimentConfig {
   EnvSection env;
   EvaluateSection evaluate;
   SecuritySection security;
+  ReplaySection replay;
 
   template <class V>
   void Visit(V& v) {
@@ -115,7 +117,11 @@ struct ExperimentConfig {
     v.Section("env", env);
     v.Section("evaluate", evaluate);
     v.Section("security", security);
+    v.Section("replay", replay);
   }
+
+  // The n-step transition signature (replay/service/transition.h) of env.
+  replay::Signature TransitionSignature() const;
 
   // Reads `file` ("" = defaults only) with `overrides` ("section.key=value").
   // Throws ConfigError naming the key and the file and line (or override).

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   rlswarm::apps::AddEnvsCommand(app);
   rlswarm::apps::AddEvaluateCommand(app);
   rlswarm::apps::AddKeygenCommand(app);
+  rlswarm::apps::AddReplayCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -213,6 +213,7 @@ json TableInfoToJson(const TableInfo& info) {
             {"age_seconds", PercentilesToJson(info.staleness.age_seconds)},
             {"version_lag", PercentilesToJson(info.staleness.version_lag)}}},
           {"next_key_seq", info.next_key_seq},
+          {"total_weight", info.total_weight},
           {"chunks_copied", info.chunks_copied},
           {"closed", info.closed}};
 }

@@ -115,6 +115,7 @@ SampledBatch Table::AllocateBatch(const SampleRequest& request) const {
 
 void Table::FinishBatch(SampledBatch& batch, double beta) {
   batch.weights.resize(batch.keys.size());
+  batch.beta = beta;
   ComputeImportanceWeights(batch.probabilities, batch.table_sizes, beta, batch.weights);
 }
 

@@ -132,6 +132,8 @@ class Table {
   // Counters, rates, rate-limiter state, priority histogram and staleness.
   // O(staleness_window) under the lock; the percentiles are sorted after.
   TableInfo Info() const;
+  // Inserts, samples, size and sampling weight, in O(1) under the lock.
+  TableTotals Totals() const;
 
   // Completes every waiter with Cancelled; later inserts, samples, updates
   // and reconfigurations throw Cancelled. Info() and TakeSnapshot() still

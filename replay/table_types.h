@@ -90,11 +90,20 @@ struct SampledBatch {
   std::vector<std::int64_t> policy_versions;
   std::vector<std::int64_t> insert_times_ns;
   std::vector<SampledField> fields;  // signature order
+  double beta = 0;                   // the IS exponent the weights were computed with
   std::int64_t size() const { return static_cast<std::int64_t>(keys.size()); }
 };
 
 using InsertCallback = std::function<void(Result<std::vector<std::uint64_t>>)>;
 using SampleCallback = std::function<void(Result<SampledBatch>)>;
+
+// The few numbers a sharded client needs often: cheap (no percentiles).
+struct TableTotals {
+  std::int64_t inserted = 0;  // the rate limiter's counts (what a global ratio adds up)
+  std::int64_t sampled = 0;
+  std::int64_t size = 0;
+  double total_weight = 0;  // Selector::TotalWeight()
+};
 
 struct PriorityUpdateResult {
   std::int64_t updated = 0;
@@ -162,6 +171,7 @@ struct TableInfo {
   double max_priority = 1;  // largest ever set: what an insert without priorities gets
   StalenessInfo staleness;
   std::uint64_t next_key_seq = 1;
+  double total_weight = 0;         // Selector::TotalWeight()
   std::int64_t chunks_copied = 0;  // by copy-on-write during checkpoints
   bool closed = false;
 };

@@ -343,12 +343,19 @@ TableInfo Table::Info() const {
     lags = staleness_.Lags();
     info.staleness.recorded = staleness_.recorded();
     info.next_key_seq = next_seq_;
+    info.total_weight = selector_->TotalWeight();
     info.chunks_copied = store_.columns().chunks_copied();
     info.closed = closed_;
   }
   info.staleness.age_seconds = ComputePercentiles(std::move(ages), 1e-9);
   info.staleness.version_lag = ComputePercentiles(std::move(lags));
   return info;
+}
+
+TableTotals Table::Totals() const {
+  MutexLock lock(mu_);
+  return {limiter_.counts().inserts, limiter_.counts().samples, store_.size(),
+          selector_->TotalWeight()};
 }
 
 }  // namespace rlswarm::replay

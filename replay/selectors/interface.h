@@ -56,6 +56,10 @@ class Selector {
   // Draws one live slot. Requires size() > 0.
   virtual Selection Sample(Rng& rng) const = 0;
   virtual std::int64_t size() const = 0;
+  // The sum of the weights that sampling is proportional to: size() for
+  // uniform, sum of p_i^alpha for prioritized (0 when every priority is 0).
+  // A sharded sampler draws from each shard in proportion to it.
+  virtual double TotalWeight() const = 0;
   // Applies new parameters (the kind stays). May take O(capacity), e.g. a
   // prioritized selector recomputes every p^alpha when alpha changes.
   virtual void Reconfigure(const SelectorOptions& options) = 0;

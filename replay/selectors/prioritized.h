@@ -28,6 +28,7 @@ class PrioritizedSelector final : public Selector {
   void Remove(std::int64_t slot) override;
   Selection Sample(Rng& rng) const override;
   std::int64_t size() const override { return live_.size(); }
+  double TotalWeight() const override { return tree_.Total(); }
   // Recomputes every weight in O(capacity) if alpha changed.
   void Reconfigure(const SelectorOptions& options) override;
 

@@ -22,6 +22,7 @@ class UniformSelector final : public Selector {
   void Remove(std::int64_t slot) override;
   Selection Sample(Rng& rng) const override;
   std::int64_t size() const override { return static_cast<std::int64_t>(live_.size()); }
+  double TotalWeight() const override { return static_cast<double>(live_.size()); }
   void Reconfigure(const SelectorOptions&) override {}
 
   bool Contains(std::int64_t slot) const { return position_[slot] >= 0; }

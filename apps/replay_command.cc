@@ -1,0 +1,96 @@
+// `rlswarm replay`: serves one shard of the replay service until SIGTERM or
+// SIGINT, then writes a last checkpoint and exits 0.
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "apps/commands.h"
+#include "apps/experiment_config.h"
+#include "common/logging.h"
+
+namespace rlswarm::apps {
+namespace {
+
+struct ReplayArgs {
+  std::string config_file;
+  int shard = 0;
+  std::string bind;
+  std::string endpoint_file;
+  bool print_config = false;
+  std::vector<std::string> overrides;
+};
+
+// Written to a temporary file and renamed, so a reader never sees half.
+void WriteEndpointFile(const std::string& path, const std::string& endpoint) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << endpoint << "\n";
+    if (!out) throw Unavailable("cannot write the endpoint file " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+void RunReplay(const ReplayArgs& args) {
+  ExperimentConfig config = ExperimentConfig::Load(args.config_file, args.overrides);
+  if (args.print_config) {
+    std::cout << config.ToYaml();
+    return;
+  }
+  if (args.shard < 0 || args.shard >= config.replay.num_shards) {
+    throw ConfigError(
+        "--shard " + std::to_string(args.shard) +
+        " is not in [0, replay.num_shards = " + std::to_string(config.replay.num_shards) + ")");
+  }
+  InitLogging("replay-" + std::to_string(args.shard), ParseLogLevel(config.log.level));
+
+  // The stop signals are taken by sigwait below; every thread the service
+  // starts inherits the blocked mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  replay::ReplayServiceOptions options = config.replay.ToServiceOptions(
+      args.shard, config.TransitionSignature(), config.security.ToServerOptions(),
+      config.security.ToClientOptions());
+  if (!args.bind.empty()) options.server.endpoint = args.bind;
+  replay::ReplayService service(options);
+  service.Start();
+  if (!args.endpoint_file.empty()) WriteEndpointFile(args.endpoint_file, service.endpoint());
+  std::printf("endpoint %s\n", service.endpoint().c_str());
+  std::fflush(stdout);
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  spdlog::info("{}: stopping", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+  service.Stop();
+  const replay::ReplayServiceStats stats = service.stats();
+  spdlog::info("stopped; {} checkpoints written, {} failed", stats.checkpoints_written,
+               stats.checkpoints_failed);
+}
+
+}  // namespace
+
+void AddReplayCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("replay", "Serve one shard of the replay service");
+  auto args = std::make_shared<ReplayArgs>();
+  cmd->add_option("--config", args->config_file, "Experiment config (YAML)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--shard", args->shard, "Which shard, in [0, replay.num_shards)")->required();
+  cmd->add_option("--bind", args->bind,
+                  "Endpoint to bind instead of the config's (tcp://127.0.0.1:* picks a port)");
+  cmd->add_option("--endpoint-file", args->endpoint_file,
+                  "Write the bound endpoint to this file once serving");
+  cmd->add_flag("--print-config", args->print_config, "Print the resolved config and exit");
+  cmd->add_option("overrides", args->overrides, "Config overrides: section.key=value ...");
+  cmd->callback([args] { RunReplay(*args); });
+}
+
+}  // namespace rlswarm::apps

@@ -1,0 +1,267 @@
+#include "replay/service/replay_writer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+
+#include "common/errors.h"
+#include "replay/service/protocol.h"
+
+namespace rlswarm::replay {
+
+using Clock = std::chrono::steady_clock;
+
+// A sealed batch, encoded once and kept until a shard acknowledges it, so a
+// retry resends the same frames.
+struct ReplayWriter::Batch {
+  std::vector<rpc::Payload> payloads;
+  std::int64_t items = 0;
+};
+
+// The batch being filled: one growing byte buffer per field.
+struct ReplayWriter::Staging {
+  std::vector<std::vector<std::byte>> columns;
+  std::vector<double> priorities;
+  std::int64_t items = 0;
+  std::int64_t policy_version = 0;
+  bool has_priorities = false;
+};
+
+void ReplayWriterOptions::Validate() const {
+  if (endpoints.empty()) throw InvalidArgument("replay writer: no shard endpoints");
+  if (static_cast<int>(endpoints.size()) > protocol::kMaxShards) {
+    throw InvalidArgument("replay writer: more than " + std::to_string(protocol::kMaxShards) +
+                          " shards");
+  }
+  signature.Validate();
+  if (max_batch_items < 1 || max_in_flight < 1 || max_buffered_batches < 1) {
+    throw InvalidArgument(
+        "replay writer: max_batch_items, max_in_flight and max_buffered_batches must be >= 1");
+  }
+  if (flush_interval.count() <= 0 || insert_timeout.count() <= 0 || max_block.count() < 0 ||
+      retry_backoff.count() < 0) {
+    throw InvalidArgument(
+        "replay writer: flush_interval and insert_timeout must be > 0, max_block and "
+        "retry_backoff >= 0");
+  }
+}
+
+ReplayWriter::ReplayWriter(ReplayWriterOptions options)
+    : options_(std::move(options)), staging_(std::make_unique<Staging>()) {
+  options_.Validate();
+  for (const std::string& endpoint : options_.endpoints) {
+    rpc::ClientOptions client = options_.client;
+    client.endpoint = endpoint;
+    client.name = "replay-writer";
+    shards_.push_back(std::make_unique<rpc::Client>(client));
+  }
+  down_until_.assign(shards_.size(), Clock::time_point{});
+  staging_->columns.resize(options_.signature.fields.size());
+  sender_ = std::thread([this] { SenderLoop(); });
+}
+
+ReplayWriter::~ReplayWriter() { Close(); }
+
+void ReplayWriter::Append(const InsertBatch& items) {
+  std::vector<const std::byte*> ordered;
+  const std::int64_t n = ValidateBatch(options_.signature, items.fields, ordered);
+  if (!items.priorities.empty()) {
+    if (static_cast<std::int64_t>(items.priorities.size()) != n) {
+      throw InvalidArgument("replay writer: " + std::to_string(items.priorities.size()) +
+                            " priorities for " + std::to_string(n) + " items");
+    }
+    for (double p : items.priorities) {
+      if (!std::isfinite(p) || p < 0) {
+        throw InvalidArgument("replay writer: priorities must be finite and >= 0, got " +
+                              std::to_string(p));
+      }
+    }
+  }
+  std::unique_lock lock(mu_);
+  if (closed_) throw Cancelled("replay writer is closed");
+  // Room for the batch this append may seal: wait, then drop the oldest.
+  changed_.wait_for(lock, options_.max_block, [this] {
+    return closed_ || static_cast<std::int64_t>(ready_.size()) < options_.max_buffered_batches;
+  });
+  if (closed_) throw Cancelled("replay writer is closed");
+  Staging& s = *staging_;
+  const bool has_priorities = !items.priorities.empty();
+  if (s.items > 0 &&
+      (s.policy_version != items.policy_version || s.has_priorities != has_priorities)) {
+    SealLocked();
+  }
+  if (s.items == 0) {
+    s.policy_version = items.policy_version;
+    s.has_priorities = has_priorities;
+    staged_since_ = Clock::now();
+  }
+  const auto& fields = options_.signature.fields;
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    const std::size_t bytes = static_cast<std::size_t>(n) * fields[f].ItemBytes();
+    s.columns[f].insert(s.columns[f].end(), ordered[f], ordered[f] + bytes);
+  }
+  s.priorities.insert(s.priorities.end(), items.priorities.begin(), items.priorities.end());
+  s.items += n;
+  stats_.items_appended += n;
+  if (s.items >= options_.max_batch_items) {
+    SealLocked();
+    changed_.notify_all();
+  }
+}
+
+void ReplayWriter::SealLocked() {
+  Staging& s = *staging_;
+  if (s.items == 0) return;
+  const auto& fields = options_.signature.fields;
+  std::vector<std::vector<std::int64_t>> shapes(fields.size());
+  InsertBatch batch;
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    shapes[f].push_back(s.items);
+    shapes[f].insert(shapes[f].end(), fields[f].shape.begin(), fields[f].shape.end());
+    batch.fields.push_back({fields[f].name, fields[f].dtype, shapes[f], s.columns[f]});
+  }
+  batch.priorities = s.priorities;
+  batch.policy_version = s.policy_version;
+  auto sealed = std::make_shared<Batch>();
+  sealed->payloads = protocol::EncodeInsert(batch);
+  sealed->items = s.items;
+  if (static_cast<std::int64_t>(ready_.size()) >= options_.max_buffered_batches) {
+    stats_.items_dropped += ready_.front()->items;
+    spdlog::warn("replay writer: buffer full ({} batches), dropped the oldest ({} items)",
+                 ready_.size(), ready_.front()->items);
+    ready_.pop_front();
+  }
+  ready_.push_back(std::move(sealed));
+  stats_.buffered = static_cast<std::int64_t>(ready_.size());
+  for (auto& column : s.columns) column.clear();  // keeps the capacity
+  s.priorities.clear();
+  s.items = 0;
+}
+
+int ReplayWriter::PickShardLocked(Clock::time_point now) {
+  const int n = static_cast<int>(shards_.size());
+  for (int i = 0; i < n; ++i) {
+    const int shard = (next_shard_ + i) % n;
+    if (down_until_[shard] <= now) {
+      next_shard_ = (shard + 1) % n;
+      return shard;
+    }
+  }
+  return -1;
+}
+
+void ReplayWriter::SenderLoop() {
+  std::unique_lock lock(mu_);
+  while (!closed_) {
+    auto now = Clock::now();
+    if (staging_->items > 0 && now - staged_since_ >= options_.flush_interval) SealLocked();
+    bool all_down = false;
+    while (!ready_.empty() && stats_.in_flight < options_.max_in_flight) {
+      const int shard = PickShardLocked(now);
+      if (shard < 0) {
+        all_down = true;
+        break;
+      }
+      std::shared_ptr<Batch> batch = ready_.front();
+      ready_.pop_front();
+      ++stats_.in_flight;
+      ++stats_.batches_sent;
+      stats_.buffered = static_cast<std::int64_t>(ready_.size());
+      lock.unlock();
+      Send(std::move(batch), shard);
+      lock.lock();
+      now = Clock::now();
+    }
+    changed_.notify_all();  // room for a blocked Append
+    Clock::time_point wake = now + options_.flush_interval;
+    if (staging_->items > 0) wake = std::min(wake, staged_since_ + options_.flush_interval);
+    if (all_down) {
+      wake = std::min(wake, *std::min_element(down_until_.begin(), down_until_.end()));
+    }
+    changed_.wait_until(lock, wake);
+  }
+}
+
+void ReplayWriter::Send(std::shared_ptr<Batch> batch, int shard) {
+  rpc::CallOptions call;
+  call.timeout = options_.insert_timeout;
+  std::vector<rpc::Payload> payloads = batch->payloads;  // handles: the frames are shared
+  shards_[shard]->CallAsync(protocol::kInsert, std::move(payloads), call,
+                            [this, batch, shard](rpc::Reply*, std::exception_ptr error) {
+                              OnReply(batch, shard, error);
+                            });
+}
+
+void ReplayWriter::OnReply(std::shared_ptr<Batch> batch, int shard, std::exception_ptr error) {
+  bool rejected = false;
+  std::string message;
+  if (error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const InvalidArgument& e) {
+      rejected = true;
+      message = e.what();
+    } catch (const FailedPrecondition& e) {
+      rejected = true;
+      message = e.what();
+    } catch (const std::exception& e) {
+      message = e.what();
+    }
+  }
+  std::lock_guard lock(mu_);
+  --stats_.in_flight;
+  if (!error) {
+    stats_.items_acknowledged += batch->items;
+  } else if (closed_ || rejected) {
+    stats_.items_dropped += batch->items;
+    if (rejected) {
+      ++stats_.batches_rejected;
+      spdlog::error("replay writer: shard {} rejected a batch of {} items: {}", shard, batch->items,
+                    message);
+    }
+  } else {
+    // Unavailable, DeadlineExceeded, ...: keep it and try another shard.
+    down_until_[shard] = Clock::now() + options_.retry_backoff;
+    ++stats_.batches_retried;
+    spdlog::debug("replay writer: shard {} failed a batch ({}), resending", shard, message);
+    ready_.push_front(std::move(batch));
+    stats_.buffered = static_cast<std::int64_t>(ready_.size());
+  }
+  changed_.notify_all();
+}
+
+bool ReplayWriter::Flush(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  SealLocked();
+  changed_.notify_all();
+  return changed_.wait_for(lock, timeout, [this] {
+    return closed_ || (ready_.empty() && stats_.in_flight == 0 && staging_->items == 0);
+  }) && !closed_;
+}
+
+void ReplayWriter::Close() {
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return;
+    closed_ = true;
+  }
+  changed_.notify_all();
+  if (sender_.joinable()) sender_.join();
+  for (auto& shard : shards_) shard->Close();  // pending calls end Cancelled (OnReply counts them)
+  std::lock_guard lock(mu_);
+  for (const auto& batch : ready_) stats_.items_dropped += batch->items;
+  stats_.items_dropped += staging_->items;
+  ready_.clear();
+  staging_->items = 0;
+  stats_.buffered = 0;
+  stats_.staged_items = 0;
+}
+
+ReplayWriterStats ReplayWriter::stats() const {
+  std::lock_guard lock(mu_);
+  ReplayWriterStats s = stats_;
+  s.staged_items = staging_->items;
+  return s;
+}
+
+}  // namespace rlswarm::replay

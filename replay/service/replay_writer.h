@@ -1,0 +1,114 @@
+#pragma once
+
+// ReplayWriter: what an actor uses to send items to a sharded replay
+// service. It stages appended items into batches (sealed at max_batch_items,
+// after flush_interval, or when the policy version or the presence of
+// priorities changes), and a sender thread sends each sealed batch to one
+// shard, round-robin over the shards that are up, with up to
+// max_in_flight batches unacknowledged.
+//
+// Failure handling:
+//   * A batch that fails (shard killed or restarting: Unavailable; the
+//     shard's rate limiter held it past insert_timeout: DeadlineExceeded) is
+//     kept and sent again, to another shard if one is up; the failing shard
+//     is skipped for retry_backoff. Delivery is at least once: a batch whose
+//     reply was lost with its connection may be stored twice.
+//   * A batch the shard rejects (InvalidArgument: the service's signature
+//     differs) is dropped, counted and logged: resending cannot help.
+//   * Memory is bounded: at most max_buffered_batches sealed batches wait.
+//     When that many wait (replay unreachable or slower than the actor),
+//     Append blocks up to max_block for room, then drops the oldest waiting
+//     batch and counts its items in stats().items_dropped. The actor never
+//     grows without bound and never stops for long.
+//
+// Thread safety: all public methods are thread safe.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "replay/table_types.h"
+#include "rpc/client.h"
+
+namespace rlswarm::replay {
+
+struct ReplayWriterOptions {
+  std::vector<std::string> endpoints;  // shard i serves at endpoints[i]
+  rpc::ClientOptions client;           // endpoint ignored; security, heartbeats
+  Signature signature;                 // of the items appended
+  std::int64_t max_batch_items = 256;
+  std::chrono::milliseconds flush_interval{50};
+  int max_in_flight = 4;
+  std::int64_t max_buffered_batches = 64;
+  std::chrono::milliseconds insert_timeout{5000};
+  std::chrono::milliseconds max_block{1000};
+  std::chrono::milliseconds retry_backoff{200};
+  // Throws InvalidArgument naming the bad option.
+  void Validate() const;
+};
+
+struct ReplayWriterStats {
+  std::int64_t items_appended = 0;
+  std::int64_t items_acknowledged = 0;  // stored by a shard
+  std::int64_t items_dropped = 0;       // buffer full for max_block, or rejected
+  std::int64_t batches_sent = 0;
+  std::int64_t batches_retried = 0;
+  std::int64_t batches_rejected = 0;
+  std::int64_t in_flight = 0;  // batches
+  std::int64_t buffered = 0;   // sealed batches waiting
+  std::int64_t staged_items = 0;
+};
+
+class ReplayWriter {
+ public:
+  // Connects lazily (no shard needs to be up yet). Throws InvalidArgument.
+  explicit ReplayWriter(ReplayWriterOptions options);
+  ~ReplayWriter();  // Close()
+  ReplayWriter(const ReplayWriter&) = delete;
+  ReplayWriter& operator=(const ReplayWriter&) = delete;
+
+  // Copies N items (one FieldView [N, ...] per signature field, N
+  // priorities or none) into the staging batch. Throws InvalidArgument (and
+  // stages nothing) if the items do not match the signature; may block up
+  // to max_block when the buffer is full (see above); Cancelled after Close.
+  void Append(const InsertBatch& items);
+  // Seals the staged batch and waits until every batch is acknowledged or
+  // dropped; false if `timeout` passed first.
+  bool Flush(std::chrono::milliseconds timeout);
+  // Stops sending; batches not yet acknowledged are dropped and counted.
+  // Idempotent.
+  void Close();
+  ReplayWriterStats stats() const;
+
+ private:
+  struct Batch;
+  struct Staging;
+
+  void SealLocked();
+  void SenderLoop();
+  void Send(std::shared_ptr<Batch> batch, int shard);
+  void OnReply(std::shared_ptr<Batch> batch, int shard, std::exception_ptr error);
+  int PickShardLocked(std::chrono::steady_clock::time_point now);
+
+  const ReplayWriterOptions options_;
+  std::vector<std::unique_ptr<rpc::Client>> shards_;
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  bool closed_ = false;
+  std::unique_ptr<Staging> staging_;
+  std::chrono::steady_clock::time_point staged_since_;
+  std::deque<std::shared_ptr<Batch>> ready_;
+  std::vector<std::chrono::steady_clock::time_point> down_until_;
+  int next_shard_ = 0;
+  ReplayWriterStats stats_;
+  std::thread sender_;
+};
+
+}  // namespace rlswarm::replay
