@@ -84,6 +84,28 @@ std::vector<Payload> EncodeInsert(const InsertBatch& batch) {
   return payloads;
 }
 
+std::vector<Payload> EncodeInsertAdopting(const Signature& signature, std::int64_t items,
+                                          std::vector<std::vector<std::byte>> columns,
+                                          std::vector<double> priorities,
+                                          std::int64_t policy_version) {
+  Json names = Json::array();
+  for (const FieldSpec& field : signature.fields) names.push_back(field.name);
+  const Json meta = {{"fields", std::move(names)},
+                     {"policy_version", policy_version},
+                     {"priorities", !priorities.empty()}};
+  std::vector<Payload> payloads;
+  payloads.reserve(signature.fields.size() + 2);
+  payloads.push_back(Payload::FromString(meta.dump()));
+  for (std::size_t f = 0; f < signature.fields.size(); ++f) {
+    std::vector<std::int64_t> shape = {items};
+    shape.insert(shape.end(), signature.fields[f].shape.begin(), signature.fields[f].shape.end());
+    payloads.push_back(
+        Payload::FromVector(signature.fields[f].dtype, std::move(shape), std::move(columns[f])));
+  }
+  if (!priorities.empty()) payloads.push_back(FromVector(DType::kFloat64, std::move(priorities)));
+  return payloads;
+}
+
 void DecodeInsert(const std::vector<Payload>& payloads, DecodedInsert& decoded) {
   ExpectPayloads(payloads, 2, "insert");
   const Json meta = ParseJson(payloads[0], "insert meta");

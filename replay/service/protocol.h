@@ -78,6 +78,12 @@ struct DecodedInsert {
 
 // `batch` must be a valid InsertBatch (the table checks it again).
 std::vector<rpc::Payload> EncodeInsert(const InsertBatch& batch);
+// As EncodeInsert for `items` rows of `signature` held in `columns` (one
+// buffer per field, signature order), which the frames take over: no copy.
+std::vector<rpc::Payload> EncodeInsertAdopting(const Signature& signature, std::int64_t items,
+                                               std::vector<std::vector<std::byte>> columns,
+                                               std::vector<double> priorities,
+                                               std::int64_t policy_version);
 // Checks the frame layout and dtypes; the table checks the fields against
 // its signature. `decoded.fields` point into `decoded.names` and `payloads`.
 void DecodeInsert(const std::vector<rpc::Payload>& payloads, DecodedInsert& decoded);

@@ -112,19 +112,17 @@ void ReplayWriter::Append(const InsertBatch& items) {
 void ReplayWriter::SealLocked() {
   Staging& s = *staging_;
   if (s.items == 0) return;
-  const auto& fields = options_.signature.fields;
-  std::vector<std::vector<std::int64_t>> shapes(fields.size());
-  InsertBatch batch;
-  for (std::size_t f = 0; f < fields.size(); ++f) {
-    shapes[f].push_back(s.items);
-    shapes[f].insert(shapes[f].end(), fields[f].shape.begin(), fields[f].shape.end());
-    batch.fields.push_back({fields[f].name, fields[f].dtype, shapes[f], s.columns[f]});
-  }
-  batch.priorities = s.priorities;
-  batch.policy_version = s.policy_version;
+  // The frames take the staging buffers over; the next batch gets new ones
+  // of the same capacity.
   auto sealed = std::make_shared<Batch>();
-  sealed->payloads = protocol::EncodeInsert(batch);
   sealed->items = s.items;
+  std::vector<std::vector<std::byte>> columns(s.columns.size());
+  for (std::size_t f = 0; f < columns.size(); ++f) {
+    columns[f].reserve(s.columns[f].capacity());
+    columns[f].swap(s.columns[f]);
+  }
+  sealed->payloads = protocol::EncodeInsertAdopting(options_.signature, s.items, std::move(columns),
+                                                    std::move(s.priorities), s.policy_version);
   if (static_cast<std::int64_t>(ready_.size()) >= options_.max_buffered_batches) {
     stats_.items_dropped += ready_.front()->items;
     spdlog::warn("replay writer: buffer full ({} batches), dropped the oldest ({} items)",
@@ -133,8 +131,7 @@ void ReplayWriter::SealLocked() {
   }
   ready_.push_back(std::move(sealed));
   stats_.buffered = static_cast<std::int64_t>(ready_.size());
-  for (auto& column : s.columns) column.clear();  // keeps the capacity
-  s.priorities.clear();
+  s.priorities = {};
   s.items = 0;
 }
 
