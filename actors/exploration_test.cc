@@ -1,0 +1,45 @@
+#include "actors/exploration.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/errors.h"
+
+namespace rlswarm::actors {
+namespace {
+
+TEST(ExplorationTest, ApeXSpreadsEpsilonFromEpsToEpsToTheEight) {
+  ExplorationOptions o;  // eps 0.4, alpha 7
+  EXPECT_DOUBLE_EQ(Epsilon(o, 0, 8, 0), 0.4);
+  EXPECT_DOUBLE_EQ(Epsilon(o, 7, 8, 0), std::pow(0.4, 8));
+  EXPECT_DOUBLE_EQ(Epsilon(o, 3, 8, 0), std::pow(0.4, 1 + 7.0 * 3 / 7));
+  EXPECT_DOUBLE_EQ(Epsilon(o, 0, 1, 123), 0.4);                        // one actor
+  EXPECT_DOUBLE_EQ(Epsilon(o, 2, 8, 0), Epsilon(o, 2, 8, 1'000'000));  // constant in time
+}
+
+TEST(ExplorationTest, LinearAnnealsThenStays) {
+  ExplorationOptions o;
+  o.schedule = EpsilonSchedule::kLinear;
+  o.start = 1.0;
+  o.end = 0.1;
+  o.anneal_steps = 100;
+  EXPECT_DOUBLE_EQ(Epsilon(o, 0, 1, 0), 1.0);
+  EXPECT_DOUBLE_EQ(Epsilon(o, 0, 1, 50), 0.55);
+  EXPECT_DOUBLE_EQ(Epsilon(o, 0, 1, 100), 0.1);
+  EXPECT_DOUBLE_EQ(Epsilon(o, 0, 1, 10'000), 0.1);
+}
+
+TEST(ExplorationTest, FixedAndErrors) {
+  ExplorationOptions o;
+  o.schedule = ParseEpsilonSchedule("fixed");
+  o.epsilon = 0.05;
+  EXPECT_DOUBLE_EQ(Epsilon(o, 3, 4, 7), 0.05);
+  EXPECT_THROW(Epsilon(o, 4, 4, 0), InvalidArgument);
+  EXPECT_THROW(ParseEpsilonSchedule("greedy"), InvalidArgument);
+  o.epsilon = 1.5;
+  EXPECT_THROW(o.Validate(), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace rlswarm::actors

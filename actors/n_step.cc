@@ -1,0 +1,141 @@
+#include "actors/n_step.h"
+
+#include <cmath>
+#include <string>
+
+#include "common/errors.h"
+
+namespace rlswarm::actors {
+
+void NStepOptions::Validate() const {
+  if (n < 1) throw InvalidArgument("n-step: n must be >= 1, got " + std::to_string(n));
+  if (!(gamma >= 0 && gamma <= 1)) {
+    throw InvalidArgument("n-step: gamma must be in [0, 1], got " + std::to_string(gamma));
+  }
+}
+
+void TransitionColumns::Clear() {
+  observation.clear();
+  action.clear();
+  reward.clear();
+  discount.clear();
+  next_observation.clear();
+  priority.clear();
+  policy_version.clear();
+}
+
+NStepAccumulator::NStepAccumulator(NStepOptions options, std::int64_t num_envs,
+                                   std::size_t obs_bytes, std::size_t action_bytes)
+    : options_(options),
+      num_envs_(num_envs),
+      obs_bytes_(obs_bytes),
+      action_bytes_(action_bytes),
+      pending_(static_cast<std::size_t>(std::max<std::int64_t>(num_envs, 0))) {
+  options_.Validate();
+  if (num_envs < 1 || obs_bytes == 0 || action_bytes == 0) {
+    throw InvalidArgument("n-step: needs num_envs >= 1 and non-empty observations and actions");
+  }
+}
+
+std::int64_t NStepAccumulator::Emit(std::int64_t e, std::size_t i, bool terminal,
+                                    std::span<const std::byte> next_observation, double& partial,
+                                    double& discount) {
+  const auto& steps = pending_[static_cast<std::size_t>(e)];
+  double reward = 0;
+  double scale = 1;
+  for (std::size_t k = i; k < steps.size(); ++k) {
+    reward += scale * steps[k].reward;
+    scale *= options_.gamma;
+  }
+  discount = terminal ? 0.0 : scale;  // gamma^m
+  partial = reward - steps[i].q_taken;
+  const PendingStep& first = steps[i];
+  ready_.observation.insert(ready_.observation.end(), first.observation.begin(),
+                            first.observation.end());
+  ready_.action.insert(ready_.action.end(), first.action.begin(), first.action.end());
+  ready_.reward.push_back(static_cast<float>(reward));
+  ready_.discount.push_back(static_cast<float>(discount));
+  ready_.next_observation.insert(ready_.next_observation.end(), next_observation.begin(),
+                                 next_observation.end());
+  ready_.priority.push_back(terminal ? std::abs(partial) : 0.0);  // else set on completion
+  ready_.policy_version.push_back(first.policy_version);
+  return ready_.size() - 1;
+}
+
+void NStepAccumulator::SetCurrentValues(std::span<const float> values) {
+  if (static_cast<std::int64_t>(values.size()) != num_envs_) {
+    throw InvalidArgument("n-step: " + std::to_string(values.size()) + " values for " +
+                          std::to_string(num_envs_) + " envs");
+  }
+  for (const Waiting& w : waiting_current_) {
+    ready_.priority[static_cast<std::size_t>(w.row)] =
+        std::abs(w.partial + w.discount * values[static_cast<std::size_t>(w.env)]);
+  }
+  waiting_current_.clear();
+}
+
+void NStepAccumulator::SetFinalValues(std::span<const float> values) {
+  if (values.size() != truncated_envs_.size()) {
+    throw InvalidArgument("n-step: " + std::to_string(values.size()) + " final values for " +
+                          std::to_string(truncated_envs_.size()) + " truncated envs");
+  }
+  for (const Waiting& w : waiting_final_) {
+    // waiting_final_ rows are grouped by env in truncated_envs_ order.
+    std::size_t index = 0;
+    while (truncated_envs_[index] != w.env) ++index;
+    ready_.priority[static_cast<std::size_t>(w.row)] =
+        std::abs(w.partial + w.discount * values[index]);
+  }
+  waiting_final_.clear();
+}
+
+void NStepAccumulator::Observe(const EnvStep& step) {
+  if (!waiting_current_.empty() || !waiting_final_.empty()) {
+    throw FailedPrecondition(
+        "n-step: transitions of the previous step still wait for SetCurrentValues or "
+        "SetFinalValues");
+  }
+  const auto m = static_cast<std::size_t>(num_envs_);
+  if (step.observations.size() != m * obs_bytes_ || step.actions.size() != m * action_bytes_ ||
+      step.q_taken.size() != m || step.rewards.size() != m || step.terminated.size() != m ||
+      step.truncated.size() != m || step.next_observations.size() != m * obs_bytes_ ||
+      step.final_observations.size() != m * obs_bytes_) {
+    throw InvalidArgument("n-step: every column of a step must hold " + std::to_string(m) +
+                          " rows");
+  }
+  truncated_envs_.clear();
+  for (std::size_t e = 0; e < m; ++e) {
+    auto& steps = pending_[e];
+    steps.push_back(PendingStep{
+        {step.observations.begin() + e * obs_bytes_,
+         step.observations.begin() + (e + 1) * obs_bytes_},
+        {step.actions.begin() + e * action_bytes_, step.actions.begin() + (e + 1) * action_bytes_},
+        step.rewards[e],
+        step.q_taken[e],
+        step.policy_version});
+    const auto env = static_cast<std::int64_t>(e);
+    double partial = 0;
+    double discount = 0;
+    if (step.terminated[e]) {
+      const auto final_obs = step.final_observations.subspan(e * obs_bytes_, obs_bytes_);
+      for (std::size_t i = 0; i < steps.size(); ++i)
+        Emit(env, i, true, final_obs, partial, discount);
+      steps.clear();
+    } else if (step.truncated[e]) {
+      const auto final_obs = step.final_observations.subspan(e * obs_bytes_, obs_bytes_);
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        const std::int64_t row = Emit(env, i, false, final_obs, partial, discount);
+        waiting_final_.push_back({env, row, partial, discount});
+      }
+      steps.clear();
+      truncated_envs_.push_back(env);
+    } else if (steps.size() == static_cast<std::size_t>(options_.n)) {
+      const auto next = step.next_observations.subspan(e * obs_bytes_, obs_bytes_);
+      const std::int64_t row = Emit(env, 0, false, next, partial, discount);
+      waiting_current_.push_back({env, row, partial, discount});
+      steps.pop_front();
+    }
+  }
+}
+
+}  // namespace rlswarm::actors
