@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the rpc and replay tests with a sanitizer and runs them:
+# Builds the rpc, replay and replay service tests with a sanitizer and runs them:
 #   scripts/sanitize.sh address   # AddressSanitizer + UndefinedBehaviorSanitizer
 #   scripts/sanitize.sh thread    # ThreadSanitizer
 # Uses its own build directory (build-asan / build-tsan) and builds only the
@@ -12,7 +12,7 @@ case "$kind" in
   thread) dir=build-tsan ;;
   *) echo "usage: scripts/sanitize.sh address|thread" >&2; exit 2 ;;
 esac
-targets=(rpc_tests replay_tests)
+targets=(rpc_tests replay_tests replay_service_tests)
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRLSWARM_SANITIZE="$kind" \
   -DRLSWARM_BUILD_BENCH=OFF >/dev/null
 cmake --build "$dir" -j "$(nproc)" --target "${targets[@]}"
