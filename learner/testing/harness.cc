@@ -7,14 +7,18 @@
 #include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/rmsprop.h>
-#include <torch/types.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
+
+// clip_grad.h uses torch::Tensor without including its definition.
+// clang-format off
+#include <torch/types.h>
+#include <torch/nn/utils/clip_grad.h>
+// clang-format on
 
 #include "learner/rendezvous.h"
 #include "models/q_networks.h"
