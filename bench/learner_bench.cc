@@ -16,11 +16,13 @@
 // JSON: {"results": [{"model", "batch", "world_size", "strategy",
 //   "reduce_scatter", "units", "updates_per_sec", "plain_updates_per_sec",
 //   "state_bytes_per_rank", "unsharded_state_bytes", "comm_bytes_per_update",
-//   "collectives_per_update", "peak_bytes_per_rank"}...], "blas": "..."}
+//   "collectives_per_update", "peak_bytes_per_rank"}...], "blas": "...",
+//   "malloc_tuned": true}
 // peak_bytes_per_rank = state bytes + most gathered parameter bytes held at
 // once + the largest unit's full-size gradient (the reduce-scatter input).
 
 #include <ATen/Parallel.h>
+#include <malloc.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <torch/torch.h>
@@ -55,6 +57,7 @@ struct Config {
   std::vector<std::string> models = {"mlp", "minatar"};
   std::vector<int64_t> batches = {128, 512};
   std::vector<int> worlds = {1, 2};
+  bool no_malloc_tuning = false;
 };
 
 mdl::ModelSpec SpecFor(const std::string& model) {
@@ -277,6 +280,7 @@ json RunWorld(const Config& cfg, int world) {
                                      "--reps",        std::to_string(cfg.reps),
                                      "--models",      Join(cfg.models),
                                      "--batches",     Join(batches)};
+    if (cfg.no_malloc_tuning) args.push_back("--no-malloc-tuning");
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -309,7 +313,7 @@ std::vector<std::string> Split(const std::string& s) {
 int main(int argc, char** argv) {
   CLI::App app{"sharded learner core vs plain LibTorch training"};
   Config cfg;
-  bool json_out = false, worker = false;
+  bool json_out = false, worker = false, no_malloc_tuning = false;
   int rank = 0, world = 1, port = 0;
   std::string out, models = "mlp,minatar", batches = "128,512", worlds = "1,2";
   app.add_flag("--json", json_out, "Print JSON");
@@ -318,6 +322,8 @@ int main(int argc, char** argv) {
   app.add_option("--models", models, "mlp,minatar");
   app.add_option("--batches", batches, "Global batch sizes");
   app.add_option("--worlds", worlds, "World sizes (1, 2)");
+  app.add_flag("--no-malloc-tuning", no_malloc_tuning,
+               "Keep glibc's default of returning large frees to the OS");
   app.add_flag("--worker", worker, "Internal: run as one rank");
   app.add_option("--rank", rank, "Internal");
   app.add_option("--world", world, "Internal");
@@ -325,10 +331,22 @@ int main(int argc, char** argv) {
   app.add_option("--out", out, "Internal");
   CLI11_PARSE(app, argc, argv);
   cfg.models = Split(models);
+  cfg.no_malloc_tuning = no_malloc_tuning;
   cfg.batches.clear();
   for (const std::string& b : Split(batches)) cfg.batches.push_back(std::stoll(b));
   cfg.worlds.clear();
   for (const std::string& w : Split(worlds)) cfg.worlds.push_back(std::stoi(w));
+  if (!no_malloc_tuning) {
+    // Sharded training frees and re-allocates gathered parameters and
+    // full-size gradients every update. With glibc's defaults those blocks
+    // are mmapped or trimmed back to the OS and every re-allocation
+    // page-faults its memory in again (~0.2 GB/s first touch on this VM,
+    // bench/README.md rpc_bench): keep freed memory in the heap instead, as
+    // GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=...
+    // would. Applies to plain LibTorch alike. Spawned ranks do the same.
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  }
   at::set_num_threads(1);
   torch::manual_seed(0);
 
@@ -371,7 +389,9 @@ int main(int argc, char** argv) {
   }
   const std::string blas = mdl::LoadedBlasLibraries();
   if (json_out) {
-    std::cout << json{{"results", results}, {"blas", blas}}.dump(1) << "\n";
+    std::cout
+        << json{{"results", results}, {"blas", blas}, {"malloc_tuned", !no_malloc_tuning}}.dump(1)
+        << "\n";
     return 0;
   }
   std::printf("blas: %s\n", blas.c_str());

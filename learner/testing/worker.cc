@@ -3,7 +3,8 @@
 //     rank's share of each global batch; rank 0 writes the gathered
 //     parameters to <dir>/<case>.bin, every rank its byte counts to
 //     <dir>/<case>.rank<r>.txt.
-//   die: rank 1 exits abruptly before step 2; the survivors must fail with a
+//   die, die_in_backward: rank 1 exits abruptly before step 2's forward
+//     (or between its forward and backward); the survivors must fail with a
 //     typed error, written to <dir>/rank<r>.err.
 // Exit codes: 0 ok, 20 + StatusCode for an rlswarm::Error, 3 otherwise.
 
@@ -42,13 +43,17 @@ ProcessGroupHandle Join(const WorkerArgs& a, std::chrono::milliseconds timeout) 
   return Rendezvous(o);
 }
 
+// die_rank_at_step2 exits (no cleanup: a crash) at step 2, before the
+// forward or, with die_in_backward, between forward and backward.
 void TrainSteps(ShardedModel& model, const models::ModelSpec& spec, int rank, int world,
-                int die_rank_at_step2) {
+                int die_rank_at_step2, bool die_in_backward = false) {
   const int64_t share = kGlobalBatch / world;
   for (int step = 0; step < kSteps; ++step) {
-    if (step == 2 && rank == die_rank_at_step2) _exit(7);  // no cleanup: a crash
+    const bool dies = step == 2 && rank == die_rank_at_step2;
+    if (dies && !die_in_backward) _exit(7);
     auto [x, y] = GlobalBatch(spec, step);
     at::Tensor q = model.Forward(x.narrow(0, rank * share, share));
+    if (dies) _exit(7);
     at::Tensor target = y.narrow(0, rank * share, share).to(q.scalar_type());
     model.ZeroGrad();
     (q - target).pow(2).mean().backward();
@@ -84,13 +89,13 @@ void Equivalence(const WorkerArgs& a) {
   }
 }
 
-void Die(const WorkerArgs& a) {
+void Die(const WorkerArgs& a, bool in_backward) {
   ProcessGroupHandle pg = Join(a, std::chrono::milliseconds(3000));
   auto comm = std::make_shared<Communicator>(pg.group, a.rank, a.world_size, pg.timeout);
   models::ModelSpec spec = CaseSpec("mlp");
   ShardedModelOptions options;
   ShardedModel model(spec, options, comm);
-  TrainSteps(model, spec, a.rank, a.world_size, /*die_rank_at_step2=*/1);
+  TrainSteps(model, spec, a.rank, a.world_size, /*die_rank_at_step2=*/1, in_backward);
 }
 
 }  // namespace
@@ -105,7 +110,9 @@ int WorkerMain(int argc, char** argv) {
     if (a.scenario == "equivalence") {
       Equivalence(a);
     } else if (a.scenario == "die") {
-      Die(a);
+      Die(a, false);
+    } else if (a.scenario == "die_in_backward") {
+      Die(a, true);
     } else {
       return 2;
     }
