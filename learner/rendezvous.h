@@ -56,8 +56,8 @@ struct ProcessGroupHandle {
 // reached or bound.
 ProcessGroupHandle Rendezvous(const RendezvousOptions& options);
 
-// Hosts a bare TCPStore on master_addr (port 0 = any free port) that ranks
-// with host_store = false connect to: what torchrun's agent does, and what
+// Hosts a bare TCPStore on this machine (port 0 = any free port, reported in
+// *bound_port) that ranks with host_store = false connect to: what torchrun's agent does, and what
 // the multi-process tests use so no rank has to publish its port.
 c10::intrusive_ptr<c10d::Store> HostStore(uint16_t port, std::chrono::milliseconds timeout,
                                           uint16_t* bound_port);

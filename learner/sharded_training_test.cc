@@ -139,6 +139,22 @@ TEST_P(ShardedTrainingTest, NegativeControlWithoutGradientReductionFailsTheCheck
   EXPECT_GT(Diff("negative_control_no_reduction"), 1e-3);
 }
 
+TEST_P(ShardedTrainingTest, ShardedTargetNetworkComputesWhatTheOnlineModelComputes) {
+  const int n = GetParam();
+  const std::string dir = EquivalenceDir(n);
+  for (const std::string name :
+       {"full_shard", "shard_grad_op", "no_shard", "minatar_shard_grad_op"}) {
+    for (int r = 0; r < n; ++r) {
+      std::ifstream f(dir + "/" + name + ".rank" + std::to_string(r) + ".txt");
+      int64_t local = 0, unsharded = 0, units = 0;
+      double padding_grad = -1;
+      int target_ok = 0;
+      ASSERT_TRUE(f >> local >> unsharded >> units >> padding_grad >> target_ok) << name;
+      EXPECT_EQ(target_ok, 1) << name << " rank " << r;
+    }
+  }
+}
+
 TEST_P(ShardedTrainingTest, StateBytesPerRankAreOneNthPlusPadding) {
   const int n = GetParam();
   const std::string dir = EquivalenceDir(n);

@@ -82,10 +82,20 @@ void Equivalence(const WorkerArgs& a) {
                             .item<double>();
       }
     }
+    // A sharded target network (gather without autograd) must compute what
+    // the online model computes, and agree with an inference-only forward.
+    int target_ok = 1;
+    {
+      std::unique_ptr<ShardedModel> target = model.MakeTarget();
+      auto [x, y] = GlobalBatch(spec, 0);
+      at::Tensor online_q = model.Forward(x).detach();
+      at::NoGradGuard no_grad;
+      target_ok = at::equal(target->Forward(x), online_q) && at::equal(model.Forward(x), online_q);
+    }
     const StateBytes local = model.LocalStateBytes();
     std::ofstream(a.dir + "/" + c.name + ".rank" + std::to_string(a.rank) + ".txt")
         << local.Total() << " " << model.UnshardedStateBytes().Total() << " "
-        << model.layouts().size() << " " << padding_grad << "\n";
+        << model.layouts().size() << " " << padding_grad << " " << target_ok << "\n";
   }
 }
 
