@@ -2,7 +2,7 @@
 // LibTorch training of the same model, measured in the same run.
 //
 //   learner_bench [--json] [--seconds S] [--reps R] [--models mlp,minatar]
-//                 [--batches 128,512] [--worlds 1,2]
+//                 [--batches 128,512] [--worlds 1,2] [--device cpu|cuda]
 //
 // One update = zero grad, forward, MSE against random targets, backward,
 // optimizer step (Adam, lr 1e-3) on a fixed random global batch. Plain:
@@ -51,6 +51,15 @@ using nlohmann::json;
 namespace lrn = rlswarm::learner;
 namespace mdl = rlswarm::models;
 
+// --device: where plain and sharded models run. cuda needs a CUDA LibTorch
+// (RLSWARM_WITH_CUDA build); world 2 then uses NCCL, rank r on cuda:r.
+torch::Device g_device = torch::kCPU;
+
+// Waits for queued device work so a timer measures it (no-op on CPU).
+void SyncDevice() {
+  if (g_device.is_cuda()) torch::cuda::synchronize();
+}
+
 struct Config {
   double seconds = 0.5;
   int reps = 3;
@@ -58,6 +67,7 @@ struct Config {
   std::vector<int64_t> batches = {128, 512};
   std::vector<int> worlds = {1, 2};
   bool no_malloc_tuning = false;
+  std::string device = "cpu";
 };
 
 mdl::ModelSpec SpecFor(const std::string& model) {
@@ -80,7 +90,7 @@ torch::nn::Sequential PlainModel(const std::string& model) {
 std::pair<torch::Tensor, torch::Tensor> RandomBatch(const mdl::ModelSpec& spec, int64_t batch) {
   std::vector<int64_t> shape = {batch};
   shape.insert(shape.end(), spec.sample_shape.begin(), spec.sample_shape.end());
-  return {torch::rand(shape), torch::randn({batch, spec.num_actions})};
+  return {torch::rand(shape, g_device), torch::randn({batch, spec.num_actions}, g_device)};
 }
 
 double Median(std::vector<double> v) {
@@ -92,12 +102,14 @@ double Median(std::vector<double> v) {
 template <class F>
 double TimeLocal(double seconds, F&& update) {
   for (int i = 0; i < 5; ++i) update();
+  SyncDevice();
   int64_t n = 0;
   const auto start = Clock::now();
   const auto end = start + std::chrono::duration<double>(seconds);
   auto now = start;
   while (now < end) {
     for (int i = 0; i < 4; ++i) update();
+    SyncDevice();
     n += 4;
     now = Clock::now();
   }
@@ -106,6 +118,7 @@ double TimeLocal(double seconds, F&& update) {
 
 double PlainUpdatesPerSec(const Config& cfg, const std::string& model, int64_t batch) {
   torch::nn::Sequential net = PlainModel(model);
+  net->to(g_device);
   torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(1e-3));
   auto [x, y] = RandomBatch(SpecFor(model), batch);
   std::vector<double> reps;
@@ -138,6 +151,7 @@ std::vector<Variant> Variants(int world) {
 
 lrn::ShardedModelOptions OptionsFor(const mdl::ModelSpec& spec, const Variant& var) {
   lrn::ShardedModelOptions options;
+  options.device = g_device;
   options.sharding.strategy = var.strategy;
   options.sharding.reduce_scatter = var.reduce_scatter;
   if (var.whole_model_unit)
@@ -175,6 +189,7 @@ json MeasureWorld1(const Config& cfg, const std::string& model, int64_t batch) {
   mdl::ModelSpec spec = SpecFor(model);
   auto [x, y] = RandomBatch(spec, batch);
   torch::nn::Sequential plain = PlainModel(model);
+  plain->to(g_device);
   torch::optim::Adam opt(plain->parameters(), torch::optim::AdamOptions(1e-3));
   std::vector<Variant> variants = Variants(1);
   std::vector<std::unique_ptr<lrn::ShardedModel>> nets;
@@ -231,13 +246,17 @@ json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, 
   for (int r = 0; r < cfg.reps; ++r) {
     auto t0 = Clock::now();
     for (int i = 0; i < 5; ++i) update();
+    SyncDevice();
     const double per_iter = std::chrono::duration<double>(Clock::now() - t0).count() / 5;
-    torch::Tensor iters = torch::tensor(
-        {comm->rank() == 0 ? std::max(5.0, cfg.seconds / per_iter) : 0.0}, torch::kDouble);
+    torch::Tensor iters =
+        torch::tensor({comm->rank() == 0 ? std::max(5.0, cfg.seconds / per_iter) : 0.0},
+                      torch::kDouble)
+            .to(g_device);
     comm->AllReduceSum(iters, "iteration count").Wait();
     const int64_t n = static_cast<int64_t>(iters.item<double>());
     t0 = Clock::now();
     for (int64_t i = 0; i < n; ++i) update();
+    SyncDevice();
     reps.push_back(n / std::chrono::duration<double>(Clock::now() - t0).count());
     total_iters += n + 5;
   }
@@ -281,6 +300,8 @@ json RunWorld(const Config& cfg, int world) {
                                      "--models",      Join(cfg.models),
                                      "--batches",     Join(batches)};
     if (cfg.no_malloc_tuning) args.push_back("--no-malloc-tuning");
+    args.push_back("--device");
+    args.push_back(cfg.device);
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -324,6 +345,7 @@ int main(int argc, char** argv) {
   app.add_option("--worlds", worlds, "World sizes (1, 2)");
   app.add_flag("--no-malloc-tuning", no_malloc_tuning,
                "Keep glibc's default of returning large frees to the OS");
+  app.add_option("--device", cfg.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_flag("--worker", worker, "Internal: run as one rank");
   app.add_option("--rank", rank, "Internal");
   app.add_option("--world", world, "Internal");
@@ -349,6 +371,13 @@ int main(int argc, char** argv) {
   }
   at::set_num_threads(1);
   torch::manual_seed(0);
+  if (cfg.device == "cuda") {
+    if (!torch::cuda::is_available()) {
+      std::cerr << "--device cuda: this LibTorch has no CUDA or no GPU is visible\n";
+      return 2;
+    }
+    g_device = torch::Device(torch::kCUDA, worker ? rank : 0);
+  }
 
   if (worker) {
     lrn::RendezvousOptions o;
@@ -357,6 +386,10 @@ int main(int argc, char** argv) {
     o.world_size = world;
     o.host_store = false;
     o.gloo_hostname = "127.0.0.1";
+    if (g_device.is_cuda()) {
+      o.backend = lrn::Backend::kNccl;
+      o.local_rank = rank;
+    }
     o.timeout = std::chrono::milliseconds(60000);
     lrn::ProcessGroupHandle pg = lrn::Rendezvous(o);
     auto comm = std::make_shared<lrn::Communicator>(pg.group, rank, world, pg.timeout);

@@ -88,6 +88,15 @@ at::Tensor Communicator::ReduceScatterSum(const at::Tensor& full, ReduceScatterI
           .Wait();
       return received.view({world_size_, k}).sum(0);
     }
+    if (impl == ReduceScatterImpl::kNative) {
+      if (group_->getBackendName() == "gloo") {
+        throw InvalidArgument(context + ": Gloo has no reduce_scatter; use alltoall or allreduce");
+      }
+      at::Tensor output = at::empty({k}, input.options());
+      stats_.bytes_sent += (world_size_ - 1) * k * input.element_size();
+      PendingCollective(group_->_reduce_scatter_base(output, input), context, timeout_).Wait();
+      return output;
+    }
     stats_.bytes_sent += 2 * (world_size_ - 1) * k * input.element_size();
     std::vector<at::Tensor> tensors{input.clone()};
     PendingCollective(group_->allreduce(tensors), context, timeout_).Wait();

@@ -29,6 +29,7 @@ namespace rlswarm::learner {
 enum class ReduceScatterImpl {
   kAllToAll,   // alltoall_base, then sum the N received chunks locally
   kAllReduce,  // all-reduce the full buffer, keep this rank's slice
+  kNative,     // the backend's _reduce_scatter_base (NCCL); not on Gloo
 };
 
 struct CommStats {
@@ -70,7 +71,8 @@ class Communicator {
                               const std::string& what);
 
   // Sums `full` (world_size * k elements) over ranks and returns this rank's
-  // k-element slice of the sum. Blocking.
+  // k-element slice of the sum. Blocking. Throws InvalidArgument for kNative
+  // on Gloo, which lacks it.
   at::Tensor ReduceScatterSum(const at::Tensor& full, ReduceScatterImpl impl,
                               const std::string& what);
 

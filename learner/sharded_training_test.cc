@@ -155,6 +155,13 @@ TEST_P(ShardedTrainingTest, ShardedTargetNetworkComputesWhatTheOnlineModelComput
   }
 }
 
+TEST_P(ShardedTrainingTest, GlooRejectsNativeReduceScatterWithInvalidArgument) {
+  const std::string dir = EquivalenceDir(GetParam());
+  for (int r = 0; r < GetParam(); ++r) {
+    EXPECT_EQ(th::ReadText(dir + "/native_rs.rank" + std::to_string(r) + ".txt"), "1");
+  }
+}
+
 TEST_P(ShardedTrainingTest, StateBytesPerRankAreOneNthPlusPadding) {
   const int n = GetParam();
   const std::string dir = EquivalenceDir(n);

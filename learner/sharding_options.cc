@@ -27,13 +27,23 @@ ShardingStrategy ParseShardingStrategy(std::string_view name) {
 }
 
 std::string_view ReduceScatterImplName(ReduceScatterImpl impl) {
-  return impl == ReduceScatterImpl::kAllToAll ? "alltoall" : "allreduce";
+  switch (impl) {
+    case ReduceScatterImpl::kAllToAll:
+      return "alltoall";
+    case ReduceScatterImpl::kAllReduce:
+      return "allreduce";
+    case ReduceScatterImpl::kNative:
+      return "native";
+  }
+  return "?";
 }
 
 ReduceScatterImpl ParseReduceScatterImpl(std::string_view name) {
   if (name == "alltoall") return ReduceScatterImpl::kAllToAll;
   if (name == "allreduce") return ReduceScatterImpl::kAllReduce;
-  throw InvalidArgument("unknown reduce-scatter '" + std::string(name) + "' (alltoall, allreduce)");
+  if (name == "native") return ReduceScatterImpl::kNative;
+  throw InvalidArgument("unknown reduce-scatter '" + std::string(name) +
+                        "' (alltoall, allreduce, native)");
 }
 
 void MixedPrecisionPolicy::Validate() const {

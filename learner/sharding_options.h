@@ -30,7 +30,7 @@ std::string_view ShardingStrategyName(ShardingStrategy strategy);
 ShardingStrategy ParseShardingStrategy(std::string_view name);
 
 std::string_view ReduceScatterImplName(ReduceScatterImpl impl);
-// "alltoall", "allreduce"; throws InvalidArgument otherwise.
+// "alltoall", "allreduce", "native" (NCCL); throws InvalidArgument otherwise.
 ReduceScatterImpl ParseReduceScatterImpl(std::string_view name);
 
 // The dtypes of the three copies of the parameters (as torch FSDP's

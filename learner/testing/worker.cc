@@ -64,6 +64,15 @@ void TrainSteps(ShardedModel& model, const models::ModelSpec& spec, int rank, in
 void Equivalence(const WorkerArgs& a) {
   ProcessGroupHandle pg = Join(a, std::chrono::milliseconds(10000));
   auto comm = std::make_shared<Communicator>(pg.group, a.rank, a.world_size, pg.timeout);
+  // Gloo has no reduce_scatter: asking for the native one is a caller error,
+  // reported before any collective is issued (so no rank is left waiting).
+  int native_rejected = 0;
+  try {
+    comm->ReduceScatterSum(at::zeros({2 * a.world_size}), ReduceScatterImpl::kNative, "probe");
+  } catch (const InvalidArgument&) {
+    native_rejected = 1;
+  }
+  std::ofstream(a.dir + "/native_rs.rank" + std::to_string(a.rank) + ".txt") << native_rejected;
   for (const TrainCase& c : EquivalenceCases()) {
     models::ModelSpec spec = CaseSpec(c.model);
     ShardedModel model(spec, c.options, comm);
