@@ -16,6 +16,7 @@
 #include <map>
 #include <sstream>
 
+#include "learner/shard_layout.h"
 #include "learner/testing/harness.h"
 
 namespace rlswarm::learner {
@@ -153,6 +154,34 @@ TEST_P(ShardedTrainingTest, ShardedTargetNetworkComputesWhatTheOnlineModelComput
       EXPECT_EQ(target_ok, 1) << name << " rank " << r;
     }
   }
+}
+
+// Peak bytes of gathered parameters held at once on rank 0 (see worker.cc).
+int64_t PeakGathered(const std::string& dir, const std::string& name) {
+  std::ifstream f(dir + "/" + name + ".rank0.txt");
+  int64_t local = 0, unsharded = 0, units = 0, peak = -1;
+  double padding_grad = 0;
+  int target_ok = 0;
+  f >> local >> unsharded >> units >> padding_grad >> target_ok >> peak;
+  return peak;
+}
+
+TEST_P(ShardedTrainingTest, ReshardAfterForwardHoldsFewerGatheredBytesThanShardGradOp) {
+  const std::string dir = EquivalenceDir(GetParam());
+  const int64_t full_shard = PeakGathered(dir, "full_shard");
+  const int64_t shard_grad_op = PeakGathered(dir, "shard_grad_op");
+  const int64_t no_prefetch = PeakGathered(dir, "full_shard_no_prefetch");
+  ASSERT_GT(no_prefetch, 0);
+  // shard_grad_op keeps every unit gathered until its backward; full_shard
+  // frees each one after its forward (prefetch adds the next unit's buffer).
+  EXPECT_LT(full_shard, shard_grad_op);
+  EXPECT_LE(no_prefetch, full_shard);
+  // shard_grad_op's peak is every unit's padded buffer (float64) at once.
+  int64_t all_units = 0;
+  for (const UnitLayout& u : MakeUnitLayouts(th::CaseSpec("mlp"), {}, GetParam())) {
+    all_units += u.padded_numel * 8;
+  }
+  EXPECT_EQ(shard_grad_op, all_units);
 }
 
 TEST_P(ShardedTrainingTest, GlooRejectsNativeReduceScatterWithInvalidArgument) {

@@ -104,7 +104,8 @@ void Equivalence(const WorkerArgs& a) {
     const StateBytes local = model.LocalStateBytes();
     std::ofstream(a.dir + "/" + c.name + ".rank" + std::to_string(a.rank) + ".txt")
         << local.Total() << " " << model.UnshardedStateBytes().Total() << " "
-        << model.layouts().size() << " " << padding_grad << " " << target_ok << "\n";
+        << model.layouts().size() << " " << padding_grad << " " << target_ok << " "
+        << model.PeakGatheredBytes() << "\n";
   }
 }
 
