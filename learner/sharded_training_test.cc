@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -234,6 +235,7 @@ void ExpectSurvivorFailsFast(const std::string& scenario) {
       << exits[0].exit_code << " " << err;
   EXPECT_NE(err.find("rank 0/2"), std::string::npos) << err;
   EXPECT_LT(exits[0].seconds, 3.0 + 5.0);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ShardedTrainingFailureTest, RankThatDiesBeforeForwardMakesOthersFailWithTypedError) {
