@@ -1,0 +1,1 @@
+// Anchor TU for the precompiled header target (cmake/Torch.cmake).

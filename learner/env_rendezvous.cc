@@ -1,0 +1,56 @@
+#include "learner/env_rendezvous.h"
+
+#include <charconv>
+#include <limits>
+
+#include "common/errors.h"
+
+namespace rlswarm::learner {
+namespace {
+
+std::optional<long long> ReadInt(const EnvGetter& getenv, const char* name, long long lo,
+                                 long long hi) {
+  std::optional<std::string> value = getenv(name);
+  if (!value) return std::nullopt;
+  long long out = 0;
+  const char* end = value->data() + value->size();
+  auto [ptr, ec] = std::from_chars(value->data(), end, out);
+  if (ec != std::errc() || ptr != end || value->empty() || out < lo || out > hi) {
+    throw InvalidArgument(std::string("environment variable ") + name + "='" + *value +
+                          "' is not an integer in [" + std::to_string(lo) + ", " +
+                          std::to_string(hi) + "]");
+  }
+  return out;
+}
+
+// The first of `names` that is set.
+std::optional<long long> ReadFirstInt(const EnvGetter& getenv,
+                                      std::initializer_list<const char*> names, long long lo,
+                                      long long hi) {
+  for (const char* name : names) {
+    if (auto v = ReadInt(getenv, name, lo, hi)) return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+RendezvousOptions RendezvousOptionsFromEnv(const EnvGetter& getenv, RendezvousOptions defaults) {
+  constexpr long long kMaxInt = std::numeric_limits<int>::max();
+  RendezvousOptions o = std::move(defaults);
+  if (auto addr = getenv("MASTER_ADDR"); addr && !addr->empty()) o.master_addr = *addr;
+  if (auto port = ReadInt(getenv, "MASTER_PORT", 1, 65535))
+    o.master_port = static_cast<uint16_t>(*port);
+  if (auto rank = ReadFirstInt(getenv, {"RANK", "SLURM_PROCID"}, 0, kMaxInt))
+    o.rank = static_cast<int>(*rank);
+  if (auto world = ReadFirstInt(getenv, {"WORLD_SIZE", "SLURM_NTASKS"}, 1, kMaxInt)) {
+    o.world_size = static_cast<int>(*world);
+  }
+  if (auto local = ReadFirstInt(getenv, {"LOCAL_RANK", "SLURM_LOCALID"}, 0, kMaxInt)) {
+    o.local_rank = static_cast<int>(*local);
+  }
+  o.Validate();
+  return o;
+}
+
+}  // namespace rlswarm::learner

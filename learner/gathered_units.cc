@@ -1,0 +1,127 @@
+#include "learner/gathered_units.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+
+#include <algorithm>
+
+namespace rlswarm::learner {
+namespace {
+
+// The backward of "gather unit u": reduce-scatters the full gradient into the
+// gradient of the rank's shard. A hand-written Node rather than a custom
+// autograd::Function so it can hold C++ state (the GatheredUnits) without
+// routing it through IValues.
+class ReduceScatterGrad : public torch::autograd::Node {
+ public:
+  ReduceScatterGrad(std::shared_ptr<GatheredUnits> units, size_t unit)
+      : units_(std::move(units)), unit_(unit) {}
+
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    // An undefined grad still takes part: every rank must issue the
+    // collective, or the others wait for it until the timeout.
+    return {units_->ReduceGradient(unit_, grads[0])};
+  }
+  std::string name() const override { return "rlswarm::learner::ReduceScatterGrad"; }
+  void release_variables() override { units_.reset(); }
+
+ private:
+  std::shared_ptr<GatheredUnits> units_;
+  size_t unit_;
+};
+
+}  // namespace
+
+void ShardRuntime::TrackGathered(int64_t delta) {
+  gathered_bytes += delta;
+  peak_gathered_bytes = std::max(peak_gathered_bytes, gathered_bytes);
+}
+
+GatheredUnits::GatheredUnits(std::shared_ptr<ShardRuntime> runtime)
+    : runtime_(std::move(runtime)), slots_(runtime_->units.size()) {}
+
+GatheredUnits::~GatheredUnits() {
+  for (Slot& s : slots_) {
+    if (s.allocated) runtime_->TrackGathered(-static_cast<int64_t>(s.data.nbytes()));
+  }
+}
+
+void GatheredUnits::Issue(size_t u) {
+  if (u >= slots_.size()) return;
+  Slot& s = slots_[u];
+  if (s.allocated) return;  // gathered or in flight
+  const UnitLayout& layout = runtime_->units[u];
+  const at::ScalarType dtype = runtime_->sharding.mixed_precision.param_dtype;
+  const at::Tensor& shard = runtime_->shards[u];
+  if (!s.data.defined()) {
+    s.data = at::empty({layout.padded_numel}, shard.options().dtype(dtype).requires_grad(false));
+  } else {
+    // Re-allocate the StorageImpl that Free() emptied: autograd's saved
+    // views of this unit point at it and see the new data.
+    c10::StorageImpl* impl = s.data.storage().unsafeGetStorageImpl();
+    const size_t nbytes = static_cast<size_t>(layout.padded_numel) * s.data.element_size();
+    impl->set_data_ptr_noswap(impl->allocator()->allocate(nbytes));
+    impl->set_nbytes(nbytes);
+  }
+  s.allocated = true;
+  runtime_->TrackGathered(static_cast<int64_t>(s.data.nbytes()));
+  at::NoGradGuard no_grad;
+  s.pending = runtime_->comm->AllGather(shard.detach().to(dtype), s.data,
+                                        "all-gather of unit '" + layout.name + "'");
+}
+
+at::Tensor GatheredUnits::Acquire(size_t u, bool with_autograd) {
+  Issue(u);
+  slots_[u].pending.Wait();
+  at::Tensor full = slots_[u].data.variable_data();  // same storage, own version counter
+  if (with_autograd) {
+    auto node = std::shared_ptr<ReduceScatterGrad>(new ReduceScatterGrad(shared_from_this(), u),
+                                                   torch::autograd::deleteNode);
+    node->set_next_edges(torch::autograd::collect_next_edges(runtime_->shards[u]));
+    torch::autograd::create_gradient_edge(full, node);
+  }
+  return full;
+}
+
+void GatheredUnits::Free(size_t u) {
+  Slot& s = slots_[u];
+  if (!s.allocated) return;
+  s.pending.Wait();  // never free a buffer Gloo is still writing
+  runtime_->TrackGathered(-static_cast<int64_t>(s.data.nbytes()));
+  s.data.storage().unsafeGetStorageImpl()->reset();
+  s.allocated = false;
+}
+
+void GatheredUnits::BeforeBackward(size_t u) {
+  Issue(u);
+  const int depth = runtime_->sharding.num_to_backward_prefetch;
+  for (int j = 1; j <= depth && static_cast<int64_t>(u) - j >= 0; ++j) Issue(u - j);
+  slots_[u].pending.Wait();
+}
+
+at::Tensor GatheredUnits::ReduceGradient(size_t u, const at::Tensor& full_grad) {
+  const UnitLayout& layout = runtime_->units[u];
+  const ShardingOptions& opts = runtime_->sharding;
+  Communicator& comm = *runtime_->comm;
+  const at::Tensor& shard = runtime_->shards[u];
+  at::NoGradGuard no_grad;
+  at::Tensor grad = full_grad.defined()
+                        ? full_grad.to(opts.mixed_precision.reduce_dtype).contiguous()
+                        : at::zeros({layout.padded_numel},
+                                    shard.options().dtype(opts.mixed_precision.reduce_dtype));
+  at::Tensor shard_grad;
+  if (opts.reduce_gradients) {
+    // Each rank's loss is the mean over its share of the global batch, so the
+    // mean over ranks of the gradients is the gradient of the global mean.
+    shard_grad = comm.ReduceScatterSum(grad, opts.reduce_scatter,
+                                       "reduce-scatter of unit '" + layout.name + "'");
+    shard_grad = shard_grad.div(comm.world_size());
+  } else {
+    shard_grad = grad.narrow(0, comm.rank() * layout.shard_numel, layout.shard_numel).clone();
+  }
+  Free(u);
+  return shard_grad.to(shard.scalar_type());
+}
+
+}  // namespace rlswarm::learner

@@ -1,0 +1,84 @@
+#pragma once
+
+// The gathered (full) parameters of one ShardedModel::Forward() call, and the
+// autograd glue that gives them back to the shards. Internal to learner/.
+//
+// Data path of one unit u in a sharded strategy (world size N > 1):
+//   forward:  shard_u --all-gather--> data_u (padded flat, param dtype)
+//             full_u = alias of data_u with its own version counter and an
+//             autograd edge to ReduceScatterGrad(u) -> shard_u
+//             layer views = ParamViews(full_u); y = unit forward(x, views)
+//             full_shard: free data_u's storage (autograd's saved views keep
+//             the StorageImpl, now empty); a hook on y re-gathers it
+//   backward: hook on y (runs before u's backward) re-allocates and
+//             re-gathers data_u, prefetches u-1 .. u-k
+//             ReduceScatterGrad(u): grad(full_u) --reduce-scatter / N-->
+//             shard_u.grad; frees data_u
+// Writes always go through data_u, never through full_u or its views:
+// writing through those would bump the version counter autograd recorded and
+// backward would reject the saved views as "modified in place".
+//
+// Collective order is a function of the model alone (unit order, prefetch
+// depths, strategy), so all ranks issue the same sequence.
+//
+// Not thread-safe; backward runs on the thread that calls it (CPU engine).
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <vector>
+
+#include "learner/communicator.h"
+#include "learner/shard_layout.h"
+#include "learner/sharding_options.h"
+
+namespace rlswarm::learner {
+
+// What every Forward() of one ShardedModel shares: kept alive by the
+// ShardedModel and by any autograd graph still referring to it.
+struct ShardRuntime {
+  std::shared_ptr<Communicator> comm;
+  std::vector<UnitLayout> units;
+  std::vector<at::Tensor> shards;  // one leaf per unit, master dtype
+  ShardingOptions sharding;
+  int64_t gathered_bytes = 0;
+  int64_t peak_gathered_bytes = 0;
+
+  void TrackGathered(int64_t delta);
+};
+
+class GatheredUnits : public std::enable_shared_from_this<GatheredUnits> {
+ public:
+  explicit GatheredUnits(std::shared_ptr<ShardRuntime> runtime);
+  ~GatheredUnits();
+  GatheredUnits(const GatheredUnits&) = delete;
+  GatheredUnits& operator=(const GatheredUnits&) = delete;
+
+  // Allocates unit u's buffer and issues its all-gather unless it is already
+  // gathered or in flight. Does not wait.
+  void Issue(size_t u);
+  // Issue(u) and wait for it (throws what PendingCollective::Wait throws).
+  // Returns the full flat parameters; with `with_autograd` they carry an edge
+  // to the shard through ReduceScatterGrad.
+  at::Tensor Acquire(size_t u, bool with_autograd);
+  // Frees unit u's gathered storage in place (reshard).
+  void Free(size_t u);
+  // Runs from the hook on unit u's output: makes u's params present again
+  // and prefetches the units backward reaches next.
+  void BeforeBackward(size_t u);
+  // Reduces unit u's full gradient into the shard's gradient (collective),
+  // then frees u's gathered storage.
+  at::Tensor ReduceGradient(size_t u, const at::Tensor& full_grad);
+
+ private:
+  struct Slot {
+    at::Tensor data;  // writable alias; its StorageImpl is what gets freed
+    PendingCollective pending;
+    bool allocated = false;
+  };
+
+  std::shared_ptr<ShardRuntime> runtime_;
+  std::vector<Slot> slots_;
+};
+
+}  // namespace rlswarm::learner

@@ -1,0 +1,65 @@
+#pragma once
+
+// Rendezvous of the learner ranks: a c10d TCPStore for the handshake and a
+// process group for the collectives (Gloo on CPU; NCCL when built with
+// RLSWARM_WITH_CUDA and asked for). Every wait is bounded by
+// RendezvousOptions::timeout, so a rank that never arrives, or dies later,
+// surfaces as a typed error instead of the 30-minute c10d default.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+namespace rlswarm::learner {
+
+enum class Backend { kGloo, kNccl };
+
+struct RendezvousOptions {
+  std::string master_addr = "127.0.0.1";
+  // 0 is valid only for the rank that hosts the store: it binds a free port,
+  // which ProcessGroupHandle::store_port reports.
+  uint16_t master_port = 29500;
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;  // which accelerator a CUDA rank uses
+  // Bounds the store connection, the wait for all ranks, and every collective.
+  std::chrono::milliseconds timeout{10000};
+  // Rank 0 hosts the TCPStore unless a launcher (or a test harness) already
+  // runs one at master_addr:master_port.
+  bool host_store = true;
+  // Address Gloo binds for its pair connections; empty = resolve this host's
+  // name (Gloo's default device). Loopback tests use "127.0.0.1".
+  std::string gloo_hostname;
+  Backend backend = Backend::kGloo;
+
+  // Throws InvalidArgument: rank outside [0, world_size), world_size < 1,
+  // non-positive timeout, NCCL without a CUDA build.
+  void Validate() const;
+};
+
+// What a rank holds after rendezvous. The store must outlive the group.
+struct ProcessGroupHandle {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  int rank = 0;
+  int world_size = 1;
+  uint16_t store_port = 0;  // the port actually bound/connected
+  std::chrono::milliseconds timeout{0};
+};
+
+// Connects to (or hosts) the store and builds the process group. Blocks until
+// all world_size ranks have joined or options.timeout passes. Throws
+// DeadlineExceeded when a rank does not arrive in time (the message names the
+// rank, the address and the timeout), Unavailable when the store cannot be
+// reached or bound.
+ProcessGroupHandle Rendezvous(const RendezvousOptions& options);
+
+// Hosts a bare TCPStore on this machine (port 0 = any free port, reported in
+// *bound_port) that ranks with host_store = false connect to: what torchrun's agent does, and what
+// the multi-process tests use so no rank has to publish its port.
+c10::intrusive_ptr<c10d::Store> HostStore(uint16_t port, std::chrono::milliseconds timeout,
+                                          uint16_t* bound_port);
+
+}  // namespace rlswarm::learner

@@ -1,0 +1,85 @@
+#include "learner/rendezvous.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "common/errors.h"
+#include "learner/env_rendezvous.h"
+
+namespace rlswarm::learner {
+namespace {
+
+EnvGetter FromMap(std::map<std::string, std::string> env) {
+  return [env = std::move(env)](const char* name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(EnvRendezvousTest, ReadsTorchrunVariables) {
+  RendezvousOptions o = RendezvousOptionsFromEnv(FromMap({{"MASTER_ADDR", "10.0.0.2"},
+                                                          {"MASTER_PORT", "29555"},
+                                                          {"RANK", "3"},
+                                                          {"WORLD_SIZE", "4"},
+                                                          {"LOCAL_RANK", "1"}}));
+  EXPECT_EQ(o.master_addr, "10.0.0.2");
+  EXPECT_EQ(o.master_port, 29555);
+  EXPECT_EQ(o.rank, 3);
+  EXPECT_EQ(o.world_size, 4);
+  EXPECT_EQ(o.local_rank, 1);
+}
+
+TEST(EnvRendezvousTest, FallsBackToSlurmVariablesAndKeepsDefaults) {
+  RendezvousOptions defaults;
+  defaults.timeout = std::chrono::milliseconds(1234);
+  RendezvousOptions o = RendezvousOptionsFromEnv(
+      FromMap({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "1"}}), defaults);
+  EXPECT_EQ(o.rank, 1);
+  EXPECT_EQ(o.world_size, 2);
+  EXPECT_EQ(o.local_rank, 1);
+  EXPECT_EQ(o.timeout.count(), 1234);
+}
+
+TEST(EnvRendezvousTest, RejectsMalformedValuesNamingTheVariable) {
+  try {
+    RendezvousOptionsFromEnv(FromMap({{"MASTER_PORT", "29x"}}));
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("MASTER_PORT"), std::string::npos);
+  }
+  EXPECT_THROW(RendezvousOptionsFromEnv(FromMap({{"RANK", "2"}, {"WORLD_SIZE", "2"}})),
+               InvalidArgument);
+}
+
+TEST(RendezvousTest, SingleRankHostsTheStoreOnAFreePort) {
+  RendezvousOptions o;
+  o.master_port = 0;
+  o.gloo_hostname = "127.0.0.1";
+  ProcessGroupHandle h = Rendezvous(o);
+  EXPECT_NE(h.store_port, 0);
+  EXPECT_EQ(h.world_size, 1);
+}
+
+TEST(RendezvousTest, RankThatNeverArrivesGivesDeadlineExceededWithinTheTimeout) {
+  uint16_t port = 0;
+  auto store = HostStore(0, std::chrono::milliseconds(5000), &port);
+  RendezvousOptions o;
+  o.master_port = port;
+  o.world_size = 2;
+  o.host_store = false;
+  o.gloo_hostname = "127.0.0.1";
+  o.timeout = std::chrono::milliseconds(1000);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    Rendezvous(o);
+    FAIL() << "rendezvous without rank 1 succeeded";
+  } catch (const DeadlineExceeded& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 0/2"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+}  // namespace
+}  // namespace rlswarm::learner

@@ -1,0 +1,47 @@
+#include "learner/shard_layout.h"
+
+#include <algorithm>
+
+namespace rlswarm::learner {
+
+int64_t UnitLayout::ValidNumel(int rank) const {
+  return std::clamp<int64_t>(numel - rank * shard_numel, 0, shard_numel);
+}
+
+std::vector<UnitLayout> MakeUnitLayouts(const models::ModelSpec& spec,
+                                        const std::vector<int>& layers_per_unit, int shard_count) {
+  std::vector<int> sizes = layers_per_unit;
+  if (sizes.empty()) sizes.assign(spec.layers.size(), 1);
+  std::vector<UnitLayout> units;
+  size_t layer = 0;
+  int64_t local_offset = 0;
+  for (int count : sizes) {
+    UnitLayout u;
+    u.first_layer = layer;
+    u.num_layers = static_cast<size_t>(count);
+    for (size_t l = layer; l < layer + u.num_layers; ++l) {
+      const models::LayerSpec& ls = spec.layers[l];
+      u.name += (u.name.empty() ? "" : "+") + ls.name;
+      u.layer_offsets.push_back(u.numel);
+      for (const models::ParamSpec& p : ls.params) {
+        u.params.push_back({ls.name + "." + p.name, p.shape, u.numel, p.Numel()});
+        u.numel += p.Numel();
+      }
+    }
+    u.shard_numel = (u.numel + shard_count - 1) / shard_count;
+    u.padded_numel = u.shard_numel * shard_count;
+    u.local_offset = local_offset;
+    local_offset += u.shard_numel;
+    layer += u.num_layers;
+    units.push_back(std::move(u));
+  }
+  return units;
+}
+
+int64_t LocalNumel(const std::vector<UnitLayout>& units) {
+  int64_t n = 0;
+  for (const UnitLayout& u : units) n += u.shard_numel;
+  return n;
+}
+
+}  // namespace rlswarm::learner

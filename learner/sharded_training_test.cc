@@ -1,0 +1,250 @@
+// Multi-process tests: real Gloo groups of 2 and 3 ranks on 127.0.0.1
+// (testing/harness.h spawns them). The ranks train every case in
+// testing::EquivalenceCases() once per world size; the tests below check the
+// results against 1-process plain LibTorch training.
+
+#include <ATen/ATen.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "learner/shard_layout.h"
+#include "learner/testing/harness.h"
+
+namespace rlswarm::learner {
+namespace {
+
+namespace th = ::rlswarm::learner::testing;
+
+std::string MakeTempDir() {
+  char tmpl[] = "/tmp/learner_test_XXXXXX";
+  const char* dir = mkdtemp(tmpl);
+  return dir == nullptr ? "/tmp" : dir;
+}
+
+// Runs the equivalence scenario once per world size and binary. ctest runs
+// every TEST in its own process (gtest_discover_tests), so the results are
+// cached in a directory keyed by this executable's identity (inode, size,
+// mtime): the first test process trains, holding an flock; the others block
+// on that lock, then read. A rebuilt binary gets a new directory.
+const std::string& EquivalenceDir(int world_size) {
+  static std::map<int, std::string> dirs;
+  auto it = dirs.find(world_size);
+  if (it != dirs.end()) return it->second;
+  struct stat st {};
+  stat("/proc/self/exe", &st);
+  const std::string dir = "/tmp/rlswarm_learner_tests_" + std::to_string(getuid()) + "_" +
+                          std::to_string(st.st_ino) + "_" + std::to_string(st.st_size) + "_" +
+                          std::to_string(st.st_mtim.tv_sec) + "_world" + std::to_string(world_size);
+  mkdir(dir.c_str(), 0700);
+  const int lock = open((dir + "/lock").c_str(), O_CREAT | O_RDWR, 0600);
+  flock(lock, LOCK_EX);  // blocks while another test process trains
+  const std::string done = dir + "/exit_codes.txt";
+  if (th::ReadText(done).empty()) {
+    std::vector<th::WorkerExit> exits =
+        th::RunWorkers("equivalence", world_size, dir, std::chrono::seconds(60));
+    std::ofstream out(done);
+    for (const th::WorkerExit& e : exits) out << e.exit_code << " ";
+  }
+  flock(lock, LOCK_UN);
+  close(lock);
+  std::ifstream codes(done);
+  int code = 0;
+  for (int r = 0; codes >> code; ++r) {
+    EXPECT_EQ(code, 0) << "rank " << r << ": "
+                       << th::ReadText(dir + "/rank" + std::to_string(r) + ".err");
+  }
+  return dirs.emplace(world_size, dir).first->second;
+}
+
+double MaxAbsDiff(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size() || a.empty()) return INFINITY;
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
+}
+
+const th::TrainCase& Case(const std::string& name) {
+  static const std::vector<th::TrainCase> cases = th::EquivalenceCases();
+  for (const th::TrainCase& c : cases) {
+    if (c.name == name) return c;
+  }
+  throw std::runtime_error("no case " + name);
+}
+
+class ShardedTrainingTest : public ::testing::TestWithParam<int> {
+ protected:
+  // Max |sharded - plain| over all parameters after kSteps updates.
+  double Diff(const std::string& name) {
+    const th::TrainCase& c = Case(name);
+    std::vector<double> sharded = th::ReadDoubles(EquivalenceDir(GetParam()) + "/" + name + ".bin");
+    const double diff = MaxAbsDiff(sharded, th::Flatten(th::PlainTrain(c)));
+    std::ostringstream text;
+    text << diff;
+    RecordProperty(name, text.str());  // the observed gap, in the XML report
+    return diff;
+  }
+};
+
+TEST_P(ShardedTrainingTest, FullShardMatchesPlainAdamInFloat64) {
+  EXPECT_LT(Diff("full_shard"), 1e-10);
+}
+
+TEST_P(ShardedTrainingTest, ShardGradOpMatchesPlainAdam) {
+  EXPECT_LT(Diff("shard_grad_op"), 1e-10);
+}
+
+TEST_P(ShardedTrainingTest, NoShardMatchesPlainAdam) { EXPECT_LT(Diff("no_shard"), 1e-10); }
+
+TEST_P(ShardedTrainingTest, PrefetchDepthDoesNotChangeResults) {
+  const std::string dir = EquivalenceDir(GetParam());
+  std::vector<double> base = th::ReadDoubles(dir + "/full_shard.bin");
+  EXPECT_EQ(MaxAbsDiff(base, th::ReadDoubles(dir + "/full_shard_no_prefetch.bin")), 0);
+  EXPECT_EQ(MaxAbsDiff(base, th::ReadDoubles(dir + "/full_shard_prefetch_2.bin")), 0);
+}
+
+TEST_P(ShardedTrainingTest, AllReduceScatterFallbackMatchesPlain) {
+  EXPECT_LT(Diff("full_shard_allreduce_scatter"), 1e-10);
+}
+
+TEST_P(ShardedTrainingTest, MultiLayerUnitsMatchPlain) {
+  EXPECT_LT(Diff("full_shard_wrap_2_1"), 1e-10);
+}
+
+TEST_P(ShardedTrainingTest, GlobalNormClippingMatchesTorchClipGradNorm) {
+  EXPECT_LT(Diff("full_shard_clipped"), 1e-10);
+}
+
+TEST_P(ShardedTrainingTest, MinAtarConvNetWithRmsPropMatchesPlain) {
+  EXPECT_LT(Diff("minatar_full_shard_rmsprop_clipped"), 1e-10);
+  EXPECT_LT(Diff("minatar_shard_grad_op"), 1e-10);
+}
+
+TEST_P(ShardedTrainingTest, MixedPrecisionRunsAndStaysCloseToFloat64) {
+  EXPECT_LT(Diff("mixed_f32_compute_f64_master"), Case("mixed_f32_compute_f64_master").tolerance);
+  const double bf16 = Diff("mixed_bf16_compute_f32_master");
+  EXPECT_TRUE(std::isfinite(bf16));
+  EXPECT_LT(bf16, Case("mixed_bf16_compute_f32_master").tolerance);
+  EXPECT_GT(bf16, 0);  // it really computed in bf16
+}
+
+TEST_P(ShardedTrainingTest, NegativeControlWithoutGradientReductionFailsTheCheck) {
+  EXPECT_GT(Diff("negative_control_no_reduction"), 1e-3);
+}
+
+TEST_P(ShardedTrainingTest, ShardedTargetNetworkComputesWhatTheOnlineModelComputes) {
+  const int n = GetParam();
+  const std::string dir = EquivalenceDir(n);
+  for (const std::string name :
+       {"full_shard", "shard_grad_op", "no_shard", "minatar_shard_grad_op"}) {
+    for (int r = 0; r < n; ++r) {
+      std::ifstream f(dir + "/" + name + ".rank" + std::to_string(r) + ".txt");
+      int64_t local = 0, unsharded = 0, units = 0;
+      double padding_grad = -1;
+      int target_ok = 0;
+      ASSERT_TRUE(f >> local >> unsharded >> units >> padding_grad >> target_ok) << name;
+      EXPECT_EQ(target_ok, 1) << name << " rank " << r;
+    }
+  }
+}
+
+// Peak bytes of gathered parameters held at once on rank 0 (see worker.cc).
+int64_t PeakGathered(const std::string& dir, const std::string& name) {
+  std::ifstream f(dir + "/" + name + ".rank0.txt");
+  int64_t local = 0, unsharded = 0, units = 0, peak = -1;
+  double padding_grad = 0;
+  int target_ok = 0;
+  f >> local >> unsharded >> units >> padding_grad >> target_ok >> peak;
+  return peak;
+}
+
+TEST_P(ShardedTrainingTest, ReshardAfterForwardHoldsFewerGatheredBytesThanShardGradOp) {
+  const std::string dir = EquivalenceDir(GetParam());
+  const int64_t full_shard = PeakGathered(dir, "full_shard");
+  const int64_t shard_grad_op = PeakGathered(dir, "shard_grad_op");
+  const int64_t no_prefetch = PeakGathered(dir, "full_shard_no_prefetch");
+  ASSERT_GT(no_prefetch, 0);
+  // shard_grad_op keeps every unit gathered until its backward; full_shard
+  // frees each one after its forward (prefetch adds the next unit's buffer).
+  EXPECT_LT(full_shard, shard_grad_op);
+  EXPECT_LE(no_prefetch, full_shard);
+  // shard_grad_op's peak is every unit's padded buffer (float64) at once.
+  int64_t all_units = 0;
+  for (const UnitLayout& u : MakeUnitLayouts(th::CaseSpec("mlp"), {}, GetParam())) {
+    all_units += u.padded_numel * 8;
+  }
+  EXPECT_EQ(shard_grad_op, all_units);
+}
+
+TEST_P(ShardedTrainingTest, GlooRejectsNativeReduceScatterWithInvalidArgument) {
+  const std::string dir = EquivalenceDir(GetParam());
+  for (int r = 0; r < GetParam(); ++r) {
+    EXPECT_EQ(th::ReadText(dir + "/native_rs.rank" + std::to_string(r) + ".txt"), "1");
+  }
+}
+
+TEST_P(ShardedTrainingTest, StateBytesPerRankAreOneNthPlusPadding) {
+  const int n = GetParam();
+  const std::string dir = EquivalenceDir(n);
+  for (const std::string name : {"full_shard", "shard_grad_op", "full_shard_wrap_2_1"}) {
+    for (int r = 0; r < n; ++r) {
+      std::ifstream f(dir + "/" + name + ".rank" + std::to_string(r) + ".txt");
+      int64_t local = 0, unsharded = 0, units = 0;
+      double padding_grad = -1;
+      ASSERT_TRUE(f >> local >> unsharded >> units >> padding_grad) << name;
+      // params + grads + 2 Adam moments, 8 bytes each: padding adds fewer
+      // than n elements per unit.
+      const int64_t padding_bound = units * (n - 1) * 4 * 8;
+      EXPECT_GE(local * n, unsharded) << name;
+      EXPECT_LE(local * n, unsharded + n * padding_bound) << name;
+      EXPECT_EQ(padding_grad, 0) << name;
+    }
+  }
+  std::ifstream f(dir + "/no_shard.rank0.txt");
+  int64_t local = 0, unsharded = 0;
+  ASSERT_TRUE(f >> local >> unsharded);
+  EXPECT_EQ(local, unsharded);
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, ShardedTrainingTest, ::testing::Values(2, 3),
+                         [](const auto& param_info) {
+                           return "world" + std::to_string(param_info.param);
+                         });
+
+// A rank that crashes makes the survivor's next collective fail with a typed
+// error naming the rank, well within the group timeout (3 s), in forward (an
+// all-gather) or inside backward (a re-gather or reduce-scatter run by the
+// autograd engine, whose exception reaches backward()'s caller).
+void ExpectSurvivorFailsFast(const std::string& scenario) {
+  const std::string dir = MakeTempDir();
+  std::vector<th::WorkerExit> exits = th::RunWorkers(scenario, 2, dir, std::chrono::seconds(30));
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[1].exit_code, 7);  // the crash itself
+  const std::string err = th::ReadText(dir + "/rank0.err");
+  // 20 + kUnavailable (peer closed) or 20 + kDeadlineExceeded (timeout).
+  EXPECT_TRUE(exits[0].exit_code == 25 || exits[0].exit_code == 24)
+      << exits[0].exit_code << " " << err;
+  EXPECT_NE(err.find("rank 0/2"), std::string::npos) << err;
+  EXPECT_LT(exits[0].seconds, 3.0 + 5.0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ShardedTrainingFailureTest, RankThatDiesBeforeForwardMakesOthersFailWithTypedError) {
+  ExpectSurvivorFailsFast("die");
+}
+
+TEST(ShardedTrainingFailureTest, RankThatDiesBeforeBackwardMakesOthersFailWithTypedError) {
+  ExpectSurvivorFailsFast("die_in_backward");
+}
+
+}  // namespace
+}  // namespace rlswarm::learner

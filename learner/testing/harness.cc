@@ -1,0 +1,221 @@
+#include "learner/testing/harness.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/rmsprop.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+// clip_grad.h uses torch::Tensor without including its definition.
+// clang-format off
+#include <torch/types.h>
+#include <torch/nn/utils/clip_grad.h>
+// clang-format on
+
+#include "learner/rendezvous.h"
+#include "models/q_networks.h"
+
+extern char** environ;
+
+namespace rlswarm::learner::testing {
+
+std::vector<WorkerExit> RunWorkers(const std::string& scenario, int world_size,
+                                   const std::string& dir, std::chrono::seconds deadline) {
+  uint16_t port = 0;
+  auto store = HostStore(0, std::chrono::milliseconds(20000), &port);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<pid_t> pids;
+  for (int r = 0; r < world_size; ++r) {
+    std::vector<std::string> args = {"learner_tests",
+                                     "--rlswarm-worker",
+                                     scenario,
+                                     std::to_string(r),
+                                     std::to_string(world_size),
+                                     std::to_string(port),
+                                     dir};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0) {
+      throw std::runtime_error("posix_spawn failed");
+    }
+    pids.push_back(pid);
+  }
+  std::vector<WorkerExit> exits(world_size);
+  for (int r = 0; r < world_size; ++r) {
+    const int fd = static_cast<int>(syscall(SYS_pidfd_open, pids[r], 0));
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        start + deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    const int ready =
+        fd >= 0 ? poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count()))) : 1;
+    if (fd >= 0) close(fd);
+    if (ready == 0) kill(pids[r], SIGKILL);
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    exits[r].seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (ready == 0) {
+      exits[r].exit_code = -1000;
+    } else if (WIFEXITED(status)) {
+      exits[r].exit_code = WEXITSTATUS(status);
+    } else {
+      exits[r].exit_code = -WTERMSIG(status);
+    }
+  }
+  return exits;
+}
+
+models::ModelSpec CaseSpec(const std::string& model) {
+  if (model == "minatar") {
+    return models::MakeMinAtarSpec(
+        {.in_channels = 2, .num_actions = 3, .conv_filters = 3, .hidden = 9, .grid = 5});
+  }
+  return models::MakeMlpSpec(
+      {.input_dim = 4, .hidden_sizes = {13, 11}, .num_actions = 3, .dueling = true});
+}
+
+std::vector<TrainCase> EquivalenceCases() {
+  ShardedModelOptions base;
+  base.seed = 7;
+  base.sharding.mixed_precision = MixedPrecisionPolicy::Uniform(at::kDouble);
+  base.optimizer.lr = 1e-2;
+  std::vector<TrainCase> cases;
+  auto add = [&](std::string name, auto edit) {
+    TrainCase c;
+    c.name = std::move(name);
+    c.options = base;
+    edit(c);
+    cases.push_back(std::move(c));
+  };
+  add("full_shard", [](TrainCase&) {});
+  add("shard_grad_op",
+      [](TrainCase& c) { c.options.sharding.strategy = ShardingStrategy::kShardGradOp; });
+  add("no_shard", [](TrainCase& c) { c.options.sharding.strategy = ShardingStrategy::kNoShard; });
+  add("full_shard_no_prefetch", [](TrainCase& c) {
+    c.options.sharding.num_to_forward_prefetch = 0;
+    c.options.sharding.num_to_backward_prefetch = 0;
+  });
+  add("full_shard_prefetch_2", [](TrainCase& c) {
+    c.options.sharding.num_to_forward_prefetch = 2;
+    c.options.sharding.num_to_backward_prefetch = 2;
+  });
+  add("full_shard_allreduce_scatter",
+      [](TrainCase& c) { c.options.sharding.reduce_scatter = ReduceScatterImpl::kAllReduce; });
+  add("full_shard_wrap_2_1", [](TrainCase& c) { c.options.sharding.layers_per_unit = {2, 1}; });
+  add("full_shard_clipped", [](TrainCase& c) { c.options.optimizer.max_grad_norm = 0.05; });
+  add("minatar_full_shard_rmsprop_clipped", [](TrainCase& c) {
+    c.model = "minatar";
+    c.options.optimizer.kind = OptimizerKind::kRmsProp;
+    c.options.optimizer.max_grad_norm = 0.5;
+  });
+  add("minatar_shard_grad_op", [](TrainCase& c) {
+    c.model = "minatar";
+    c.options.sharding.strategy = ShardingStrategy::kShardGradOp;
+  });
+  // Mixed precision: compute in float32 on float64 master shards, and bf16
+  // compute on float32 master shards; compared to the float64 reference with
+  // a tolerance that fits the compute dtype.
+  add("mixed_f32_compute_f64_master", [](TrainCase& c) {
+    c.options.sharding.mixed_precision = {at::kFloat, at::kDouble, at::kDouble};
+    c.tolerance = 1e-4;
+  });
+  add("mixed_bf16_compute_f32_master", [](TrainCase& c) {
+    c.options.sharding.mixed_precision = {at::kBFloat16, at::kFloat, at::kFloat};
+    c.tolerance = 0.08;
+  });
+  add("negative_control_no_reduction", [](TrainCase& c) {
+    c.options.sharding.reduce_gradients = false;
+    c.tolerance = -1;
+  });
+  return cases;
+}
+
+std::pair<at::Tensor, at::Tensor> GlobalBatch(const models::ModelSpec& spec, int step) {
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(1000 + step);
+  std::vector<int64_t> shape = {kGlobalBatch};
+  shape.insert(shape.end(), spec.sample_shape.begin(), spec.sample_shape.end());
+  at::Tensor x = at::empty(shape, at::kDouble).uniform_(-1, 1, gen);
+  at::Tensor y = at::empty({kGlobalBatch, spec.num_actions}, at::kDouble).normal_(0, 1, gen);
+  return {x, y};
+}
+
+models::NamedTensors PlainTrain(const TrainCase& c) {
+  models::ModelSpec spec = CaseSpec(c.model);
+  std::vector<at::Tensor> leaves;
+  std::vector<std::vector<at::Tensor>> layer_params;
+  for (size_t l = 0; l < spec.layers.size(); ++l) {
+    layer_params.emplace_back();
+    for (size_t p = 0; p < spec.layers[l].params.size(); ++p) {
+      at::Tensor t = models::InitParam(spec, l, p, c.options.seed).requires_grad_(true);
+      leaves.push_back(t);
+      layer_params.back().push_back(t);
+    }
+  }
+  const OptimizerOptions& o = c.options.optimizer;
+  std::unique_ptr<torch::optim::Optimizer> opt;
+  if (o.kind == OptimizerKind::kAdam) {
+    opt = std::make_unique<torch::optim::Adam>(
+        leaves, torch::optim::AdamOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps));
+  } else {
+    opt = std::make_unique<torch::optim::RMSprop>(
+        leaves, torch::optim::RMSpropOptions(o.lr).alpha(o.alpha).eps(o.eps));
+  }
+  for (int step = 0; step < kSteps; ++step) {
+    auto [x, y] = GlobalBatch(spec, step);
+    opt->zero_grad();
+    at::Tensor out = x;
+    for (size_t l = 0; l < spec.layers.size(); ++l)
+      out = spec.layers[l].forward(out, layer_params[l]);
+    (out - y).pow(2).mean().backward();
+    if (o.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(leaves, o.max_grad_norm);
+    opt->step();
+  }
+  models::NamedTensors out;
+  std::vector<std::string> names = models::ParameterNames(spec);
+  for (size_t i = 0; i < leaves.size(); ++i) out.emplace_back(names[i], leaves[i].detach());
+  return out;
+}
+
+void WriteDoubles(const std::string& path, const std::vector<double>& values) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(values.data()),
+          static_cast<std::streamsize>(values.size() * sizeof(double)));
+}
+
+std::vector<double> ReadDoubles(const std::string& path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f) return {};
+  const auto size = static_cast<size_t>(f.tellg());
+  std::vector<double> values(size / sizeof(double));
+  f.seekg(0);
+  f.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(size));
+  return values;
+}
+
+std::vector<double> Flatten(const models::NamedTensors& named) {
+  std::vector<double> out;
+  for (const auto& [name, t] : named) {
+    at::Tensor d = t.detach().to(at::kDouble).contiguous().reshape(-1);
+    out.insert(out.end(), d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
+  }
+  return out;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+}  // namespace rlswarm::learner::testing

@@ -1,0 +1,44 @@
+#pragma once
+
+// The two Q-network families of rlswarm, as ModelSpecs (see model_spec.h):
+//  - an MLP for vector observations (CartPole: 4-64-64-2);
+//  - the MinAtar network of Young & Tian 2019: conv 16 filters 3x3 stride 1
+//    -> ReLU -> FC 128 -> ReLU -> actions, on channel-first [B, C, 10, 10].
+// Either can end in a dueling head (Wang et al. 2016, eq. 9):
+// Q = V + A - mean_a(A).
+
+#include <cstdint>
+#include <vector>
+
+#include "models/model_spec.h"
+
+namespace rlswarm::models {
+
+struct MlpOptions {
+  int64_t input_dim = 4;
+  std::vector<int64_t> hidden_sizes = {64, 64};
+  int64_t num_actions = 2;
+  bool dueling = false;
+
+  // Throws InvalidArgument on a non-positive size.
+  void Validate() const;
+};
+
+struct MinAtarOptions {
+  int64_t in_channels = 4;  // differs per game: Breakout 4, Seaquest 10, ...
+  int64_t num_actions = 6;
+  int64_t conv_filters = 16;
+  int64_t hidden = 128;
+  int64_t grid = 10;  // MinAtar is always 10x10
+  bool dueling = false;
+
+  void Validate() const;
+};
+
+// Layers "fc0", "fc1", ... (linear + ReLU), then "head" (linear, or dueling).
+ModelSpec MakeMlpSpec(const MlpOptions& options);
+
+// Layers "conv" (conv + ReLU + flatten), "fc" (linear + ReLU), "head".
+ModelSpec MakeMinAtarSpec(const MinAtarOptions& options);
+
+}  // namespace rlswarm::models
