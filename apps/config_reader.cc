@@ -179,6 +179,17 @@ void ConfigReader::Read(const YAML::Node& node, std::string_view key, std::int64
 }
 
 void ConfigReader::Read(const YAML::Node& node, std::string_view key,
+                        std::vector<std::int64_t>& value, Bounds bounds) {
+  if (!node.IsSequence()) Fail(key, node, "must be a list of integers");
+  value.clear();
+  for (const YAML::Node& element : node) {
+    std::int64_t v = 0;
+    Read(element, key, v, bounds);
+    value.push_back(v);
+  }
+}
+
+void ConfigReader::Read(const YAML::Node& node, std::string_view key,
                         std::vector<std::string>& value, Bounds) {
   if (!node.IsSequence()) Fail(key, node, "must be a list of strings");
   value.clear();

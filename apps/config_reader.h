@@ -102,6 +102,9 @@ class ConfigReader {
   void Read(const YAML::Node& node, std::string_view key, std::int64_t& value, Bounds bounds);
   void Read(const YAML::Node& node, std::string_view key, std::uint64_t& value, Bounds bounds);
   void Read(const YAML::Node& node, std::string_view key, int& value, Bounds bounds);
+  // A list of integers, each within `bounds`.
+  void Read(const YAML::Node& node, std::string_view key, std::vector<std::int64_t>& value,
+            Bounds bounds);
   // A list of strings ("[a, b]" or a YAML block list).
   void Read(const YAML::Node& node, std::string_view key, std::vector<std::string>& value,
             Bounds bounds);
@@ -160,6 +163,10 @@ class ConfigWriter {
     } else {
       out_ << YAML::Null;
     }
+  }
+  template <class T>
+  void Emit(const std::vector<T>& v) {
+    out_ << YAML::Flow << v;
   }
   template <class T>
   void Emit(const T& v) {

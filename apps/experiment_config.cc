@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "models/model_spec.h"
 #include "replay/service/transition.h"
 
 namespace rlswarm::apps {
@@ -81,6 +82,10 @@ replay::Signature ExperimentConfig::TransitionSignature() const {
   const envs::EnvSpec& spec = env_instance->spec();
   return replay::TransitionSignature(spec.observation.dtype, spec.observation.shape,
                                      spec.action.array.dtype, spec.action.array.shape);
+}
+
+models::ModelSpec ExperimentConfig::ModelSpec() const {
+  return model.ToSpec(envs::MakeEnv(env.name, env.ToEnvOptions())->spec());
 }
 
 std::string ExperimentConfig::ToYaml() {

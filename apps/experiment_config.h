@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "apps/config_reader.h"
+#include "apps/model_section.h"
 #include "apps/replay_section.h"
 #include "envs/registry.h"
 #include "envs/vector_env.h"
@@ -110,6 +111,7 @@ struct ExperimentConfig {
   EvaluateSection evaluate;
   SecuritySection security;
   ReplaySection replay;
+  ModelSection model;
 
   template <class V>
   void Visit(V& v) {
@@ -118,10 +120,13 @@ struct ExperimentConfig {
     v.Section("evaluate", evaluate);
     v.Section("security", security);
     v.Section("replay", replay);
+    v.Section("model", model);
   }
 
   // The n-step transition signature (replay/service/transition.h) of env.
   replay::Signature TransitionSignature() const;
+  // The Q-network for env (model section).
+  models::ModelSpec ModelSpec() const;
 
   // Reads `file` ("" = defaults only) with `overrides` ("section.key=value").
   // Throws ConfigError naming the key and the file and line (or override).

@@ -79,7 +79,9 @@ ModelSpec MakeMinAtarSpec(const MinAtarOptions& options) {
   options.Validate();
   ModelSpec spec;
   spec.name = "minatar";
-  spec.sample_shape = {options.in_channels, options.grid, options.grid};
+  spec.sample_shape = options.channels_last_input
+                          ? std::vector<int64_t>{options.grid, options.grid, options.in_channels}
+                          : std::vector<int64_t>{options.in_channels, options.grid, options.grid};
   spec.num_actions = options.num_actions;
 
   const int64_t k = 3;
@@ -91,9 +93,11 @@ ModelSpec MakeMinAtarSpec(const MinAtarOptions& options) {
                   fan_in,
                   ParamInit::kFanInUniform},
                  {"bias", {options.conv_filters}, fan_in, ParamInit::kFanInUniform}};
-  conv.forward = [](const at::Tensor& x, const std::vector<at::Tensor>& p) {
+  const bool channels_last = options.channels_last_input;
+  conv.forward = [channels_last](const at::Tensor& x, const std::vector<at::Tensor>& p) {
+    const at::Tensor input = channels_last ? x.permute({0, 3, 1, 2}) : x;
     // No padding, as in the MinAtar reference: 10x10 -> 8x8.
-    return at::relu(at::conv2d(x, p[0], p[1], /*stride=*/{1, 1})).flatten(1);
+    return at::relu(at::conv2d(input, p[0], p[1], /*stride=*/{1, 1})).flatten(1);
   };
   spec.layers.push_back(std::move(conv));
 

@@ -31,6 +31,9 @@ struct MinAtarOptions {
   int64_t hidden = 128;
   int64_t grid = 10;  // MinAtar is always 10x10
   bool dueling = false;
+  // Observations as the envs produce them, [B, 10, 10, C] (channels last):
+  // the conv layer permutes them. false: [B, C, 10, 10].
+  bool channels_last_input = false;
 
   void Validate() const;
 };
