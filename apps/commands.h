@@ -15,5 +15,7 @@ void AddEvaluateCommand(CLI::App& app);
 void AddKeygenCommand(CLI::App& app);
 // `rlswarm replay --config FILE --shard I [--bind EP] [--endpoint-file F]`
 void AddReplayCommand(CLI::App& app);
+// `rlswarm actor --config FILE --actor-id I [--num-actors N] ...`
+void AddActorCommand(CLI::App& app);
 
 }  // namespace rlswarm::apps

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/actor_section.h"
 #include "apps/config_reader.h"
 #include "apps/model_section.h"
 #include "apps/replay_section.h"
@@ -112,6 +113,7 @@ struct ExperimentConfig {
   SecuritySection security;
   ReplaySection replay;
   ModelSection model;
+  ActorSection actor;
 
   template <class V>
   void Visit(V& v) {
@@ -121,6 +123,7 @@ struct ExperimentConfig {
     v.Section("security", security);
     v.Section("replay", replay);
     v.Section("model", model);
+    v.Section("actor", actor);
   }
 
   // The n-step transition signature (replay/service/transition.h) of env.

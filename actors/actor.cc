@@ -1,0 +1,226 @@
+#include "actors/actor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <deque>
+
+#include "actors/q_policy.h"
+#include "common/errors.h"
+#include "envs/random.h"
+#include "models/model_spec.h"
+
+namespace rlswarm::actors {
+
+using Clock = std::chrono::steady_clock;
+
+void ActorOptions::Validate() const {
+  if (num_actors < 1 || actor_id < 0 || actor_id >= num_actors) {
+    throw InvalidArgument("actor: actor_id " + std::to_string(actor_id) + " is not in [0, " +
+                          std::to_string(num_actors) + ")");
+  }
+  env.Validate();
+  n_step.Validate();
+  exploration.Validate();
+  if (max_steps < 0 || refresh_steps < 1 || refresh_interval.count() < 0) {
+    throw InvalidArgument("actor: max_steps >= 0, refresh_steps >= 1, refresh_interval >= 0");
+  }
+}
+
+namespace {
+
+ActorOptions Validated(ActorOptions options) {
+  options.Validate();
+  return options;
+}
+
+}  // namespace
+
+Actor::Actor(ActorOptions options, const models::ModelSpec& model, std::uint64_t model_seed,
+             replay::ReplayWriterOptions writer)
+    : options_(Validated(std::move(options))),
+      env_(options_.env_name, options_.env),
+      n_step_(options_.n_step, options_.env.num_envs, env_.observation_bytes(),
+              sizeof(std::int64_t)),
+      writer_(std::move(writer)) {
+  if (env_.spec().action.kind != envs::ActionKind::kDiscrete) {
+    throw InvalidArgument("actor: " + options_.env_name + " has continuous actions (DQN needs discrete)");
+  }
+  policy_ = std::make_unique<QPolicy>(model, model_seed, env_.spec().observation.dtype);
+  if (policy_->observation_bytes() != env_.observation_bytes() ||
+      policy_->num_actions() != env_.spec().action.num_actions) {
+    throw InvalidArgument("actor: the model does not fit " + options_.env_name);
+  }
+  if (options_.weights) subscriber_ = std::make_unique<rpc::Subscriber>(*options_.weights);
+}
+
+Actor::~Actor() = default;
+
+void Actor::RefreshWeights() {
+  if (!subscriber_) return;
+  const std::uint64_t newest = subscriber_->version();
+  {
+    std::lock_guard lock(mu_);
+    stats_.newest_version_seen = static_cast<std::int64_t>(newest);
+  }
+  if (newest <= static_cast<std::uint64_t>(policy_version_)) return;
+  std::optional<rpc::VersionedBlob> blob = subscriber_->Latest();
+  if (!blob) return;
+  try {
+    policy_->LoadWeights(blob->payloads);
+  } catch (const Error& e) {
+    spdlog::error("actor {}: ignoring weights version {}: {}", options_.actor_id, blob->version,
+                  e.what());
+    return;
+  }
+  policy_version_ = static_cast<std::int64_t>(blob->version);
+  std::lock_guard lock(mu_);
+  stats_.policy_version = policy_version_;
+  ++stats_.weight_updates;
+}
+
+void Actor::SendReady() {
+  const TransitionColumns& t = n_step_.ready();
+  const std::int64_t n = t.size();
+  const std::size_t obs_bytes = env_.observation_bytes();
+  const auto& obs_spec = env_.spec().observation;
+  std::int64_t begin = 0;
+  while (begin < n) {
+    // One Append per run of rows from the same policy version.
+    std::int64_t end = begin + 1;
+    while (end < n && t.policy_version[end] == t.policy_version[begin]) ++end;
+    const std::int64_t rows = end - begin;
+    std::vector<std::int64_t> obs_shape = {rows};
+    obs_shape.insert(obs_shape.end(), obs_spec.shape.begin(), obs_spec.shape.end());
+    const std::vector<std::int64_t> scalar_shape = {rows};
+    const auto b = static_cast<std::size_t>(begin);
+    const auto r = static_cast<std::size_t>(rows);
+    replay::InsertBatch batch;
+    batch.fields = {
+        {"observation", obs_spec.dtype, obs_shape,
+         std::span(t.observation).subspan(b * obs_bytes, r * obs_bytes)},
+        {"action", DType::kInt64, scalar_shape,
+         std::span(t.action).subspan(b * sizeof(std::int64_t), r * sizeof(std::int64_t))},
+        {"reward", DType::kFloat32, scalar_shape, std::as_bytes(std::span(t.reward).subspan(b, r))},
+        {"discount", DType::kFloat32, scalar_shape,
+         std::as_bytes(std::span(t.discount).subspan(b, r))},
+        {"next_observation", obs_spec.dtype, obs_shape,
+         std::span(t.next_observation).subspan(b * obs_bytes, r * obs_bytes)}};
+    batch.priorities = std::span(t.priority).subspan(b, r);
+    batch.policy_version = t.policy_version[b];
+    writer_.Append(batch);
+    begin = end;
+  }
+  {
+    std::lock_guard lock(mu_);
+    stats_.transitions += n;
+  }
+  n_step_.ClearReady();
+}
+
+void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
+  const std::int64_t m = env_.num_envs();
+  const std::int64_t num_actions = policy_->num_actions();
+  const std::size_t obs_bytes = env_.observation_bytes();
+  envs::Rng rng(envs::DeriveSeed(options_.seed, static_cast<std::uint64_t>(options_.actor_id)));
+  env_.Reset(envs::DeriveSeed(options_.seed ^ 0x5eedULL, static_cast<std::uint64_t>(options_.actor_id)));
+
+  std::vector<float> q(static_cast<std::size_t>(m * num_actions));
+  std::vector<float> values(static_cast<std::size_t>(m));
+  std::vector<float> q_taken(static_cast<std::size_t>(m));
+  std::vector<std::int64_t> actions(static_cast<std::size_t>(m));
+  std::vector<std::byte> observations(static_cast<std::size_t>(m) * obs_bytes);
+  std::vector<std::byte> final_rows;
+  std::vector<float> final_q;
+  std::vector<float> final_values;
+  std::deque<double> recent_returns;
+
+  const auto start = Clock::now();
+  auto last_refresh = start;
+  std::int64_t steps = 0;
+  std::int64_t iteration = 0;
+  RefreshWeights();
+  while (!stop_ && (options_.max_steps == 0 || steps < options_.max_steps)) {
+    epsilon_ = Epsilon(options_.exploration, options_.actor_id, options_.num_actors, steps);
+    std::memcpy(observations.data(), env_.observations(), observations.size());
+    policy_->Evaluate(observations, m, q);
+    for (std::int64_t i = 0; i < m; ++i) {
+      const float* row = q.data() + i * num_actions;
+      const auto greedy = std::max_element(row, row + num_actions) - row;
+      values[i] = row[greedy];
+      actions[i] = rng.Uniform01() < epsilon_
+                       ? static_cast<std::int64_t>(rng.Below(static_cast<std::uint64_t>(num_actions)))
+                       : greedy;
+      q_taken[i] = row[actions[i]];
+    }
+    n_step_.SetCurrentValues(values);
+    SendReady();  // every ready transition has its priority now
+
+    env_.Step(actions);
+    const auto mm = static_cast<std::size_t>(m);
+    n_step_.Observe({observations,
+                     std::as_bytes(std::span(actions)),
+                     q_taken,
+                     {env_.rewards(), mm},
+                     {env_.terminated(), mm},
+                     {env_.truncated(), mm},
+                     {env_.observations(), mm * obs_bytes},
+                     {env_.final_observations(), mm * obs_bytes},
+                     policy_version_});
+    const auto& truncated = n_step_.truncated_envs();
+    if (!truncated.empty()) {
+      // V(final observation) for the time-limit bootstrap: one small batch.
+      const auto k = static_cast<std::int64_t>(truncated.size());
+      final_rows.resize(truncated.size() * obs_bytes);
+      for (std::size_t j = 0; j < truncated.size(); ++j) {
+        const auto row = env_.final_observation(truncated[j]);
+        std::memcpy(final_rows.data() + j * obs_bytes, row.data(), obs_bytes);
+      }
+      final_q.resize(static_cast<std::size_t>(k * num_actions));
+      policy_->Evaluate(final_rows, k, final_q);
+      final_values.resize(truncated.size());
+      for (std::int64_t j = 0; j < k; ++j) {
+        const float* row = final_q.data() + j * num_actions;
+        final_values[j] = *std::max_element(row, row + num_actions);
+      }
+      n_step_.SetFinalValues(final_values);
+    }
+    steps += m;
+    ++iteration;
+    std::int64_t finished = 0;
+    for (std::int64_t i = 0; i < m; ++i) {
+      if (!env_.done(i)) continue;
+      ++finished;
+      const EpisodeStats episode{options_.actor_id, env_.episode_return(i), env_.episode_length(i),
+                                 epsilon_, policy_version_};
+      recent_returns.push_back(episode.episode_return);
+      if (recent_returns.size() > 100) recent_returns.pop_front();
+      if (on_episode) on_episode(episode);
+    }
+    const auto now = Clock::now();
+    if (iteration % options_.refresh_steps == 0 || now - last_refresh >= options_.refresh_interval) {
+      RefreshWeights();
+      last_refresh = now;
+    }
+    std::lock_guard lock(mu_);
+    stats_.env_steps = steps;
+    stats_.episodes += finished;
+    if (finished > 0) {
+      double sum = 0;
+      for (double r : recent_returns) sum += r;
+      stats_.mean_recent_return = sum / static_cast<double>(recent_returns.size());
+    }
+    stats_.steps_per_sec =
+        static_cast<double>(steps) / std::max(1e-9, std::chrono::duration<double>(now - start).count());
+  }
+  writer_.Flush(std::chrono::seconds(5));
+}
+
+ActorStats Actor::stats() const {
+  std::lock_guard lock(mu_);
+  ActorStats s = stats_;
+  s.writer = writer_.stats();
+  return s;
+}
+
+}  // namespace rlswarm::actors

@@ -1,0 +1,122 @@
+#pragma once
+
+// Actor: one actor process's loop (Ape-X, Horgan et al. 2018, section 3):
+// M envs in a VectorEnv, one batched forward pass per step, epsilon-greedy
+// actions, n-step transitions with initial priorities (NStepAccumulator),
+// sent in batches through a ReplayWriter, and weights refreshed from the
+// learner's broadcast between steps.
+//
+// Per step:
+//   Q = policy(current observations)                     one forward, [M, A]
+//   -> V = max_a Q completes the priorities of last step's transitions;
+//      everything ready goes to the writer (grouped by policy version)
+//   -> a_i = argmax Q_i, or uniform with probability eps (per env)
+//   -> envs step (auto-reset); n-step accumulation; one extra forward over
+//      the final observations of time-limit-truncated episodes, if any
+//   -> every refresh_steps steps or refresh_interval: take the newest
+//      weights version if there is one (between forward passes, never
+//      inside one)
+//
+// Replay unreachable: the writer buffers boundedly, then drops and counts
+// (replay_writer.h); the actor keeps acting. Stats (steps, episodes, returns,
+// policy version and lag, writer counters) are readable from any thread.
+//
+// Thread safety: Run() on one thread; Stop() and stats() from any thread.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/exploration.h"
+#include "actors/n_step.h"
+#include "envs/vector_env.h"
+#include "replay/service/replay_writer.h"
+#include "rpc/broadcast.h"
+
+namespace rlswarm::models {
+struct ModelSpec;
+}  // namespace rlswarm::models
+
+namespace rlswarm::actors {
+
+class QPolicy;
+
+struct ActorOptions {
+  std::int64_t actor_id = 0;
+  std::int64_t num_actors = 1;
+  std::string env_name = "CartPole-v1";
+  envs::VectorEnvOptions env;
+  NStepOptions n_step;
+  ExplorationOptions exploration;
+  std::uint64_t seed = 0;  // envs and exploration of actor i derive from (seed, i)
+  std::int64_t max_steps = 0;  // env steps of this actor (M per loop); 0 = until Stop()
+  // Weights: none = act with the initial parameters (seeded) forever.
+  std::optional<rpc::SubscriberOptions> weights;
+  std::int64_t refresh_steps = 100;  // loop iterations between weight checks
+  std::chrono::milliseconds refresh_interval{200};
+  // Throws InvalidArgument naming the bad option.
+  void Validate() const;
+};
+
+// One finished episode, as reported to the metrics stream.
+struct EpisodeStats {
+  std::int64_t actor_id = 0;
+  double episode_return = 0;
+  std::int64_t length = 0;
+  double epsilon = 0;
+  std::int64_t policy_version = 0;
+};
+
+struct ActorStats {
+  std::int64_t env_steps = 0;
+  std::int64_t episodes = 0;
+  double mean_recent_return = 0;  // last 100 episodes
+  std::int64_t policy_version = 0;
+  std::int64_t newest_version_seen = 0;  // version lag = newest - policy
+  std::int64_t weight_updates = 0;
+  std::int64_t transitions = 0;  // handed to the writer
+  double steps_per_sec = 0;
+  replay::ReplayWriterStats writer;
+};
+
+class Actor {
+ public:
+  // Throws InvalidArgument for bad options, NotFound for an unknown env.
+  Actor(ActorOptions options, const models::ModelSpec& model, std::uint64_t model_seed,
+        replay::ReplayWriterOptions writer);
+  ~Actor();
+  Actor(const Actor&) = delete;
+  Actor& operator=(const Actor&) = delete;
+
+  // Runs until Stop() or max_steps; then flushes the writer (up to 5 s).
+  // `on_episode` (optional) runs on this thread for every finished episode.
+  void Run(const std::function<void(const EpisodeStats&)>& on_episode = {});
+  void Stop() { stop_ = true; }
+  ActorStats stats() const;
+  double epsilon() const { return epsilon_; }
+
+ private:
+  void RefreshWeights();
+  void SendReady();
+
+  const ActorOptions options_;
+  std::unique_ptr<QPolicy> policy_;
+  envs::VectorEnv env_;
+  NStepAccumulator n_step_;
+  replay::ReplayWriter writer_;
+  std::unique_ptr<rpc::Subscriber> subscriber_;
+  std::atomic<bool> stop_{false};
+  double epsilon_ = 0;
+  std::int64_t policy_version_ = 0;
+
+  mutable std::mutex mu_;  // guards stats_
+  ActorStats stats_;
+};
+
+}  // namespace rlswarm::actors

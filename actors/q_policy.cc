@@ -1,0 +1,82 @@
+#include "actors/q_policy.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/InferenceMode.h>
+
+#include <cstring>
+
+#include "common/errors.h"
+#include "models/model_spec.h"
+#include "models/q_network.h"
+#include "models/weights_wire.h"
+
+namespace rlswarm::actors {
+
+void SetInferenceThreads(int threads) { at::set_num_threads(threads); }
+
+struct QPolicy::Impl {
+  models::QNetwork network;
+  std::vector<int64_t> sample_shape;
+  at::ScalarType observation_type;
+};
+
+namespace {
+
+at::ScalarType ObservationType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return at::kFloat;
+    case DType::kFloat64:
+      return at::kDouble;
+    case DType::kBool:
+      return at::kBool;
+    case DType::kUInt8:
+      return at::kByte;
+    default:
+      throw InvalidArgument("QPolicy: unsupported observation dtype");
+  }
+}
+
+}  // namespace
+
+QPolicy::QPolicy(const models::ModelSpec& spec, std::uint64_t seed, DType observation_dtype)
+    : impl_(new Impl{models::QNetwork(spec, seed), spec.sample_shape,
+                     ObservationType(observation_dtype)}),
+      num_actions_(spec.num_actions) {
+  std::int64_t elements = 1;
+  for (auto d : spec.sample_shape) elements *= d;
+  observation_bytes_ = static_cast<std::size_t>(elements) * DTypeSize(observation_dtype);
+}
+
+QPolicy::~QPolicy() = default;
+
+void QPolicy::Evaluate(std::span<const std::byte> observations, std::int64_t rows,
+                       std::span<float> q_out) {
+  if (observations.size() != static_cast<std::size_t>(rows) * observation_bytes_ ||
+      q_out.size() != static_cast<std::size_t>(rows * num_actions_)) {
+    throw InvalidArgument("QPolicy::Evaluate: buffer sizes do not match " +
+                          std::to_string(rows) + " rows");
+  }
+  c10::InferenceMode guard;
+  std::vector<int64_t> shape = {rows};
+  shape.insert(shape.end(), impl_->sample_shape.begin(), impl_->sample_shape.end());
+  const at::Tensor obs =
+      at::from_blob(const_cast<std::byte*>(observations.data()), shape,
+                    at::TensorOptions().dtype(impl_->observation_type));
+  const at::Tensor q = impl_->network.Forward(obs).to(at::kFloat).contiguous();
+  std::memcpy(q_out.data(), q.data_ptr<float>(), q_out.size_bytes());
+}
+
+void QPolicy::LoadWeights(const std::vector<rpc::Payload>& blob) {
+  const models::WeightsPart part = models::DecodeWeights(blob);
+  if (part.num_shards != 1) {
+    throw InvalidArgument("QPolicy: a weights blob of one shard of " +
+                          std::to_string(part.num_shards) + " (merge the parts first)");
+  }
+  c10::AutoGradMode no_grad(false);
+  impl_->network.LoadParameters(part.tensors);
+}
+
+}  // namespace rlswarm::actors

@@ -1,0 +1,153 @@
+// `rlswarm actor`: one actor process of the swarm, until SIGTERM/SIGINT or
+// --max-steps.
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "actors/actor.h"
+#include "actors/q_policy.h"
+#include "apps/commands.h"
+#include "apps/experiment_config.h"
+#include "common/logging.h"
+#include "models/model_spec.h"
+
+namespace rlswarm::apps {
+namespace {
+
+struct ActorArgs {
+  std::string config_file;
+  std::int64_t actor_id = 0;
+  std::int64_t num_actors = 0;
+  std::string weights_endpoint_file;
+  std::int64_t max_steps = 0;
+  std::string metrics_file;
+  bool print_config = false;
+  std::vector<std::string> overrides;
+};
+
+// The learner's weights endpoints: two lines, PUB then snapshot.
+rpc::SubscriberOptions ReadWeightsEndpoints(const std::string& path,
+                                            const rpc::SecurityOptions& security) {
+  std::ifstream in(path);
+  rpc::SubscriberOptions o;
+  if (!(in && std::getline(in, o.endpoint) && std::getline(in, o.snapshot_endpoint))) {
+    throw InvalidArgument("--weights-endpoint-file " + path +
+                          ": expected two lines (the learner's PUB and snapshot endpoints)");
+  }
+  o.security = security;
+  o.name = "actor-weights";
+  return o;
+}
+
+void RunActor(const ActorArgs& args, const CLI::App& cmd) {
+  std::vector<std::string> overrides;
+  if (cmd.count("--num-actors")) overrides.push_back("actor.num_actors=" + std::to_string(args.num_actors));
+  overrides.insert(overrides.end(), args.overrides.begin(), args.overrides.end());
+  ExperimentConfig config = ExperimentConfig::Load(args.config_file, overrides);
+  if (args.print_config) {
+    std::cout << config.ToYaml();
+    return;
+  }
+  if (args.actor_id < 0 || args.actor_id >= config.actor.num_actors) {
+    throw ConfigError("--actor-id " + std::to_string(args.actor_id) +
+                      " is not in [0, actor.num_actors = " +
+                      std::to_string(config.actor.num_actors) + ")");
+  }
+  InitLogging("actor-" + std::to_string(args.actor_id), ParseLogLevel(config.log.level));
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  actors::SetInferenceThreads(1);
+
+  actors::ActorOptions options;
+  options.actor_id = args.actor_id;
+  options.num_actors = config.actor.num_actors;
+  options.env_name = config.env.name;
+  options.env = config.env.ToVectorEnvOptions(envs::AutoResetSeeding::kContinue);
+  options.n_step = config.actor.ToNStepOptions();
+  options.exploration = config.actor.ToExplorationOptions();
+  options.seed = config.actor.seed;
+  options.max_steps = args.max_steps;
+  options.refresh_steps = config.actor.refresh_steps;
+  options.refresh_interval =
+      std::chrono::milliseconds(static_cast<std::int64_t>(config.actor.refresh_interval_s * 1000));
+  if (!args.weights_endpoint_file.empty()) {
+    options.weights =
+        ReadWeightsEndpoints(args.weights_endpoint_file, config.security.ToClientOptions());
+  }
+  replay::ReplayWriterOptions writer =
+      config.replay.ToWriterOptions(config.TransitionSignature(), config.security.ToClientOptions());
+  writer.max_batch_items = config.actor.writer_batch;
+  writer.flush_interval =
+      std::chrono::milliseconds(std::max<std::int64_t>(1, static_cast<std::int64_t>(config.actor.writer_flush_s * 1000)));
+  writer.max_buffered_batches = config.actor.writer_max_buffered_batches;
+
+  actors::Actor actor(options, config.ModelSpec(), config.model.seed, writer);
+  std::thread stopper([&] {
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    if (signal_number != 0) actor.Stop();
+  });
+  std::ofstream metrics;
+  if (!args.metrics_file.empty()) metrics.open(args.metrics_file, std::ios::app);
+  auto last_log = std::chrono::steady_clock::now();
+  spdlog::info("actor {}/{} on {} ({} envs), epsilon {:.4f}", args.actor_id,
+               options.num_actors, options.env_name, options.env.num_envs,
+               actors::Epsilon(options.exploration, options.actor_id, options.num_actors, 0));
+  actor.Run([&](const actors::EpisodeStats& e) {
+    if (metrics.is_open()) {
+      metrics << nlohmann::json{{"actor", e.actor_id},      {"return", e.episode_return},
+                                {"length", e.length},       {"epsilon", e.epsilon},
+                                {"policy_version", e.policy_version}}
+                     .dump()
+              << "\n";
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_log >= std::chrono::seconds(5)) {
+      last_log = now;
+      const actors::ActorStats s = actor.stats();
+      spdlog::info(
+          "{} steps ({:.0f}/s), {} episodes, recent return {:.1f}, weights v{} (lag {}), "
+          "sent {} acked {} dropped {}",
+          s.env_steps, s.steps_per_sec, s.episodes, s.mean_recent_return, s.policy_version,
+          s.newest_version_seen - s.policy_version, s.writer.items_appended,
+          s.writer.items_acknowledged, s.writer.items_dropped);
+    }
+  });
+  // Wake the signal thread if the run ended by itself.
+  pthread_kill(stopper.native_handle(), SIGTERM);
+  stopper.join();
+  const actors::ActorStats s = actor.stats();
+  spdlog::info("stopped after {} steps: {} transitions acknowledged, {} dropped", s.env_steps,
+               s.writer.items_acknowledged, s.writer.items_dropped);
+}
+
+}  // namespace
+
+void AddActorCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("actor", "Run one actor process of the swarm");
+  auto args = std::make_shared<ActorArgs>();
+  cmd->add_option("--config", args->config_file, "Experiment config (YAML)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--actor-id", args->actor_id, "This actor's index in [0, num_actors)")
+      ->required();
+  cmd->add_option("--num-actors", args->num_actors, "Actors in the swarm (actor.num_actors)");
+  cmd->add_option("--weights-endpoint-file", args->weights_endpoint_file,
+                  "File with the learner's weights PUB and snapshot endpoints (two lines); "
+                  "without it the actor keeps its initial weights");
+  cmd->add_option("--max-steps", args->max_steps, "Stop after this many env steps (0 = never)");
+  cmd->add_option("--metrics-file", args->metrics_file,
+                  "Append one JSON line per finished episode");
+  cmd->add_flag("--print-config", args->print_config, "Print the resolved config and exit");
+  cmd->add_option("overrides", args->overrides, "Config overrides: section.key=value ...");
+  cmd->callback([args, cmd] { RunActor(*args, *cmd); });
+}
+
+}  // namespace rlswarm::apps
