@@ -95,9 +95,7 @@ class Client::Impl {
 };
 
 Client::Impl::Impl(ClientOptions options)
-    : options_(std::move(options)),
-      mailbox_("rpc-client-calls"),
-      backoff_(options_.reconnect_backoff) {
+    : options_(std::move(options)), backoff_(options_.reconnect_backoff) {
   options_.Validate();
   try {
     connection_ = std::make_unique<internal::ClientConnection>(options_);
@@ -150,10 +148,11 @@ ClientStats Client::Impl::stats() const {
 
 void Client::Impl::IoLoop() {
   std::vector<zmq_pollitem_t> items;
+  std::vector<std::unique_ptr<CallRecord>> new_calls;  // reused: no allocation per round
   while (!stop_.load()) {
     try {
       items.clear();
-      items.push_back({mailbox_.signal_socket().handle(), 0, ZMQ_POLLIN, 0});
+      items.push_back({nullptr, mailbox_.wake_fd(), ZMQ_POLLIN, 0});
       if (connection_) {
         const short dealer_events =
             pending_.NextUnsent() != nullptr ? (ZMQ_POLLIN | ZMQ_POLLOUT) : ZMQ_POLLIN;
@@ -161,10 +160,14 @@ void Client::Impl::IoLoop() {
         items.push_back({connection_->monitor().handle(), 0, ZMQ_POLLIN, 0});
       }
       internal::Poll(items, PollTimeout(Clock::now()));
-      for (std::unique_ptr<CallRecord>& call : mailbox_.Take()) pending_.Add(std::move(call));
-      if (connection_) {
-        ReceiveReplies();
-        HandleConnectionEvents();
+      if ((items[0].revents & ZMQ_POLLIN) != 0) mailbox_.ConsumeWake();
+      mailbox_.Take(new_calls);
+      for (std::unique_ptr<CallRecord>& call : new_calls) pending_.Add(std::move(call));
+      // Only ready sockets are read: a receive that finds nothing costs
+      // libzmq a command check (syscalls) for nothing.
+      if (connection_ && items.size() == 3) {
+        if ((items[1].revents & ZMQ_POLLIN) != 0) ReceiveReplies();
+        if ((items[2].revents & ZMQ_POLLIN) != 0) HandleConnectionEvents();
       }
       if (!connection_ && Clock::now() >= reconnect_at_) OpenConnection();
       if (connection_) SendUnsent();
