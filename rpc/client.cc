@@ -83,6 +83,8 @@ class Client::Impl {
 
   // Owned by io_thread_ (the first connection is made before it starts).
   std::unique_ptr<internal::ClientConnection> connection_;
+  // Whether connection_'s monitor was read until empty since it was made.
+  bool monitor_drained_ = false;
   internal::PendingCalls pending_;
   Clock::time_point reconnect_at_;
   std::chrono::milliseconds backoff_;
@@ -151,13 +153,16 @@ void Client::Impl::IoLoop() {
   std::vector<std::unique_ptr<CallRecord>> new_calls;  // reused: no allocation per round
   while (!stop_.load()) {
     try {
+      // A new connection's monitor is read until empty before its
+      // descriptor is trusted to signal (see ClientConnection::monitor_fd).
+      if (connection_ && !monitor_drained_) HandleConnectionEvents();
       items.clear();
       items.push_back({nullptr, mailbox_.wake_fd(), ZMQ_POLLIN, 0});
       if (connection_) {
         const short dealer_events =
             pending_.NextUnsent() != nullptr ? (ZMQ_POLLIN | ZMQ_POLLOUT) : ZMQ_POLLIN;
         items.push_back({connection_->dealer().handle(), 0, dealer_events, 0});
-        items.push_back({connection_->monitor().handle(), 0, ZMQ_POLLIN, 0});
+        items.push_back({nullptr, connection_->monitor_fd(), ZMQ_POLLIN, 0});
       }
       internal::Poll(items, PollTimeout(Clock::now()));
       if ((items[0].revents & ZMQ_POLLIN) != 0) mailbox_.ConsumeWake();
@@ -191,6 +196,7 @@ std::chrono::milliseconds Client::Impl::PollTimeout(Clock::time_point now) const
 void Client::Impl::OpenConnection() {
   try {
     connection_ = std::make_unique<internal::ClientConnection>(options_);
+    monitor_drained_ = false;
     reconnects_.fetch_add(1, std::memory_order_relaxed);
   } catch (const std::exception& e) {
     spdlog::error("{}: cannot reconnect to {}: {}", options_.name, options_.endpoint, e.what());
@@ -306,7 +312,10 @@ void Client::Impl::HandleReply(internal::ReceivedMessage& message) {
 void Client::Impl::HandleConnectionEvents() {
   while (connection_) {
     const std::optional<internal::ConnectionEvent> event = connection_->NextEvent();
-    if (!event) return;
+    if (!event) {
+      monitor_drained_ = true;
+      return;
+    }
     switch (event->event) {
       case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
         connection_->set_handshake_succeeded();
