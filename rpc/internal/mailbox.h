@@ -12,8 +12,10 @@
 // recv (with libzmq's own eventfd underneath); the eventfd is one write and
 // one read. On this project's VM that is a measurable share of a small call.
 //
-// Thread-safety: Post, Wake from any thread. PostFromOwner, wake_fd, Take
-// and Close only from the I/O thread (or after it has been joined).
+// Thread-safety: Post and Wake from any thread. PostFromOwner, wake_fd,
+// ConsumeWake, Take and Close only from the I/O thread (or after it has been
+// joined). The eventfd lives as long as the Mailbox, so a Post that races
+// with Close still writes to a valid descriptor.
 
 #include <mutex>
 #include <utility>
