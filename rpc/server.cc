@@ -204,9 +204,15 @@ void Server::Impl::IoLoop() {
       // Only a ready socket is read: a receive that finds nothing costs
       // libzmq a command check (syscalls) for nothing.
       if ((items[0].revents & ZMQ_POLLIN) != 0) {
-        for (int i = 0; i < kRequestsPerRound; ++i) {
-          if (!internal::ReceiveMessage(router_, max_frames, message)) break;
-          HandleRequest(message);
+        try {
+          for (int i = 0; i < kRequestsPerRound; ++i) {
+            if (!internal::ReceiveMessage(router_, max_frames, message)) break;
+            HandleRequest(message);
+          }
+        } catch (const std::exception& e) {
+          // Replies queued by I/O-thread handlers carry no wake-up: they
+          // must still be sent below, before this thread sleeps again.
+          spdlog::error("{}: I/O loop: {}", options_.name, e.what());
         }
       }
       channel_->mailbox.Take(replies);
