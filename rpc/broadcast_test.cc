@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <thread>
 #include <vector>
 #include <zmq.hpp>
@@ -220,6 +221,73 @@ TEST(BroadcastTest, MalformedMessagesAreDroppedAndLaterOnesAccepted) {
   ASSERT_EQ(subscriber.version(), 3u);
   const auto blob = subscriber.Latest();
   EXPECT_EQ(blob->payloads[0].As<std::int32_t>()[1], 3);
+}
+
+// Publish reuses the buffer of a version already sent: what goes out must
+// be exactly the new version's bytes, zero padding included, never a tail
+// of the version before (compared against the independent Pack above).
+TEST(BroadcastTest, AReusedPackBufferCarriesNothingOfTheVersionBefore) {
+  Publisher publisher({});
+  zmq::socket_t sub(internal::ProcessContext(), zmq::socket_type::sub);
+  sub.set(zmq::sockopt::linger, 0);
+  sub.set(zmq::sockopt::subscribe, "");
+  sub.set(zmq::sockopt::rcvtimeo, 50);
+  sub.connect(publisher.endpoint());
+  std::uint64_t v = 0;
+  // Payloads of 4104 and then 4097 bytes: the second is padded with 7 bytes
+  // where the first had data.
+  auto payload = [](std::size_t bytes, std::uint8_t fill) {
+    return std::vector<std::byte>(bytes, std::byte{fill});
+  };
+  auto expected = [](std::uint64_t version, const std::vector<std::byte>& data) {
+    Header h;
+    h.method = "broadcast";
+    h.request_id = version;
+    h.payloads = {{DType::kUInt8, {static_cast<std::int64_t>(data.size())}}};
+    return Pack(h, {data});
+  };
+  auto publish = [&](std::uint64_t version, const std::vector<std::byte>& data) {
+    publisher.Publish(version,
+                      {Payload::Copy(DType::kUInt8, {static_cast<std::int64_t>(data.size())},
+                                     data.data(), data.size())});
+  };
+  // The message of `version`, if it arrives within `wait` (beacons skipped).
+  auto receive = [&](std::uint64_t version,
+                     std::chrono::milliseconds wait) -> std::optional<std::vector<std::byte>> {
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    zmq::message_t m;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (!sub.recv(m)) continue;  // 50 ms receive timeout
+      const auto* p = static_cast<const std::byte*>(m.data());
+      std::uint32_t length = 0;
+      std::memcpy(&length, p, 4);
+      const Header h = DecodeHeader({p + 4, length});
+      if (h.method == "broadcast" && h.request_id == version) {
+        return std::vector<std::byte>(p, p + m.size());
+      }
+    }
+    return std::nullopt;
+  };
+  // PUB drops a version until the subscription has propagated, and at its
+  // high-water mark of 2 (the publisher may not yet have seen that earlier
+  // versions left): publish each payload under new versions until one
+  // arrives.
+  auto deliver = [&](const std::vector<std::byte>& data) -> std::uint64_t {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      publish(++v, data);
+      if (auto got = receive(v, 300ms)) {
+        EXPECT_EQ(*got, expected(v, data)) << "version " << v;
+        return v;
+      }
+    }
+    ADD_FAILURE() << "no version arrived";
+    return 0;
+  };
+  ASSERT_NE(deliver(payload(4104, 0xff)), 0u);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_NE(deliver(payload(i % 2 == 0 ? 4097 : 4104, static_cast<std::uint8_t>(i + 1))), 0u);
+  }
 }
 
 }  // namespace

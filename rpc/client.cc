@@ -83,6 +83,8 @@ class Client::Impl {
 
   // Owned by io_thread_ (the first connection is made before it starts).
   std::unique_ptr<internal::ClientConnection> connection_;
+  // Whether connection_'s monitor was read until empty since it was made.
+  bool monitor_drained_ = false;
   internal::PendingCalls pending_;
   Clock::time_point reconnect_at_;
   std::chrono::milliseconds backoff_;
@@ -95,9 +97,7 @@ class Client::Impl {
 };
 
 Client::Impl::Impl(ClientOptions options)
-    : options_(std::move(options)),
-      mailbox_("rpc-client-calls"),
-      backoff_(options_.reconnect_backoff) {
+    : options_(std::move(options)), backoff_(options_.reconnect_backoff) {
   options_.Validate();
   try {
     connection_ = std::make_unique<internal::ClientConnection>(options_);
@@ -150,21 +150,29 @@ ClientStats Client::Impl::stats() const {
 
 void Client::Impl::IoLoop() {
   std::vector<zmq_pollitem_t> items;
+  std::vector<std::unique_ptr<CallRecord>> new_calls;  // reused: no allocation per round
   while (!stop_.load()) {
     try {
+      // A new connection's monitor is read until empty before its
+      // descriptor is trusted to signal (see ClientConnection::monitor_fd).
+      if (connection_ && !monitor_drained_) HandleConnectionEvents();
       items.clear();
-      items.push_back({mailbox_.signal_socket().handle(), 0, ZMQ_POLLIN, 0});
+      items.push_back({nullptr, mailbox_.wake_fd(), ZMQ_POLLIN, 0});
       if (connection_) {
         const short dealer_events =
             pending_.NextUnsent() != nullptr ? (ZMQ_POLLIN | ZMQ_POLLOUT) : ZMQ_POLLIN;
         items.push_back({connection_->dealer().handle(), 0, dealer_events, 0});
-        items.push_back({connection_->monitor().handle(), 0, ZMQ_POLLIN, 0});
+        items.push_back({nullptr, connection_->monitor_fd(), ZMQ_POLLIN, 0});
       }
       internal::Poll(items, PollTimeout(Clock::now()));
-      for (std::unique_ptr<CallRecord>& call : mailbox_.Take()) pending_.Add(std::move(call));
-      if (connection_) {
-        ReceiveReplies();
-        HandleConnectionEvents();
+      if ((items[0].revents & ZMQ_POLLIN) != 0) mailbox_.ConsumeWake();
+      mailbox_.Take(new_calls);
+      for (std::unique_ptr<CallRecord>& call : new_calls) pending_.Add(std::move(call));
+      // Only ready sockets are read: a receive that finds nothing costs
+      // libzmq a command check (syscalls) for nothing.
+      if (connection_ && items.size() == 3) {
+        if ((items[1].revents & ZMQ_POLLIN) != 0) ReceiveReplies();
+        if ((items[2].revents & ZMQ_POLLIN) != 0) HandleConnectionEvents();
       }
       if (!connection_ && Clock::now() >= reconnect_at_) OpenConnection();
       if (connection_) SendUnsent();
@@ -188,6 +196,7 @@ std::chrono::milliseconds Client::Impl::PollTimeout(Clock::time_point now) const
 void Client::Impl::OpenConnection() {
   try {
     connection_ = std::make_unique<internal::ClientConnection>(options_);
+    monitor_drained_ = false;
     reconnects_.fetch_add(1, std::memory_order_relaxed);
   } catch (const std::exception& e) {
     spdlog::error("{}: cannot reconnect to {}: {}", options_.name, options_.endpoint, e.what());
@@ -303,7 +312,10 @@ void Client::Impl::HandleReply(internal::ReceivedMessage& message) {
 void Client::Impl::HandleConnectionEvents() {
   while (connection_) {
     const std::optional<internal::ConnectionEvent> event = connection_->NextEvent();
-    if (!event) return;
+    if (!event) {
+      monitor_drained_ = true;
+      return;
+    }
     switch (event->event) {
       case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
         connection_->set_handshake_succeeded();

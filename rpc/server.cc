@@ -59,7 +59,7 @@ class Server::Impl {
   explicit Impl(ServerOptions options) : options_(std::move(options)) { options_.Validate(); }
   ~Impl() { Stop(); }
 
-  void Register(const std::string& method, Handler handler);
+  void Register(const std::string& method, Handler handler, HandlerOptions options);
   void Start();
   std::string endpoint() const;
   void Stop();
@@ -67,6 +67,10 @@ class Server::Impl {
 
  private:
   enum class State { kNew, kRunning, kStopped };
+  struct Registered {
+    Handler handler;
+    HandlerOptions options;
+  };
 
   void IoLoop();
   void HandleRequest(internal::ReceivedMessage& message);
@@ -78,7 +82,7 @@ class Server::Impl {
   void RunTask(internal::ServerTask& task);
 
   const ServerOptions options_;
-  std::unordered_map<std::string, Handler> handlers_;  // frozen at Start
+  std::unordered_map<std::string, Registered> handlers_;  // frozen at Start
 
   mutable std::mutex lifecycle_mutex_;
   State state_ = State::kNew;  // guarded by lifecycle_mutex_
@@ -100,7 +104,8 @@ class Server::Impl {
   std::atomic<std::uint64_t> replies_dropped_{0};
 };
 
-void Server::Impl::Register(const std::string& method, Handler handler) {
+void Server::Impl::Register(const std::string& method, Handler handler,
+                            HandlerOptions handler_options) {
   std::lock_guard lock(lifecycle_mutex_);
   if (state_ != State::kNew) {
     throw FailedPrecondition(options_.name + ": Register('" + method + "') after Start");
@@ -110,7 +115,7 @@ void Server::Impl::Register(const std::string& method, Handler handler) {
     throw InvalidArgument(options_.name + ": method name '" + method + "' is too long");
   }
   if (!handler) throw InvalidArgument(options_.name + ": empty handler for '" + method + "'");
-  if (!handlers_.emplace(method, std::move(handler)).second) {
+  if (!handlers_.emplace(method, Registered{std::move(handler), handler_options}).second) {
     throw InvalidArgument(options_.name + ": method '" + method + "' registered twice");
   }
 }
@@ -186,19 +191,33 @@ ServerStats Server::Impl::stats() const {
 }
 
 void Server::Impl::IoLoop() {
+  channel_->ServeOnThisThread();
   const std::size_t max_frames = options_.limits.max_payloads + 2;
   internal::ReceivedMessage message;
-  std::vector<zmq_pollitem_t> items = {
-      {router_.handle(), 0, ZMQ_POLLIN, 0},
-      {channel_->mailbox.signal_socket().handle(), 0, ZMQ_POLLIN, 0}};
+  std::vector<internal::OutgoingReply> replies;  // reused: no allocation per round
+  std::vector<zmq_pollitem_t> items = {{router_.handle(), 0, ZMQ_POLLIN, 0},
+                                       {nullptr, channel_->mailbox.wake_fd(), ZMQ_POLLIN, 0}};
   while (!stop_io_.load()) {
     try {
       internal::Poll(items, std::chrono::milliseconds(-1));
-      for (int i = 0; i < kRequestsPerRound; ++i) {
-        if (!internal::ReceiveMessage(router_, max_frames, message)) break;
-        HandleRequest(message);
+      if ((items[1].revents & ZMQ_POLLIN) != 0) channel_->mailbox.ConsumeWake();
+      // Only a ready socket is read: a receive that finds nothing costs
+      // libzmq a command check (syscalls) for nothing.
+      if ((items[0].revents & ZMQ_POLLIN) != 0) {
+        try {
+          for (int i = 0; i < kRequestsPerRound; ++i) {
+            if (!internal::ReceiveMessage(router_, max_frames, message)) break;
+            HandleRequest(message);
+          }
+        } catch (const std::exception& e) {
+          // Replies queued by I/O-thread handlers carry no wake-up: they
+          // must still be sent below, before this thread sleeps again.
+          spdlog::error("{}: I/O loop: {}", options_.name, e.what());
+        }
       }
-      for (internal::OutgoingReply& reply : channel_->mailbox.Take()) SendReply(reply);
+      channel_->mailbox.Take(replies);
+      for (internal::OutgoingReply& reply : replies) SendReply(reply);
+      replies.clear();  // frees the sent payloads now, keeps the capacity
     } catch (const std::exception& e) {
       spdlog::error("{}: I/O loop: {}", options_.name, e.what());
     }
@@ -271,7 +290,12 @@ void Server::Impl::HandleRequest(internal::ReceivedMessage& message) {
   }
   auto state = std::make_shared<Responder::State>(channel_, identity, header.request_id,
                                                   request.method, request.deadline);
-  internal::ServerTask task{&handler->second, std::move(request), Responder(std::move(state))};
+  internal::ServerTask task{&handler->second.handler, std::move(request),
+                            Responder(std::move(state))};
+  if (handler->second.options.run_on_io_thread) {
+    RunTask(task);  // its reply, if made now, is sent later in this round
+    return;
+  }
   switch (workers_->TryPush(task)) {
     case internal::WorkerPool::PushResult::kQueued:
       return;
@@ -357,8 +381,8 @@ void Server::Impl::RunTask(internal::ServerTask& task) {
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Server::~Server() = default;
-void Server::Register(const std::string& method, Handler handler) {
-  impl_->Register(method, std::move(handler));
+void Server::Register(const std::string& method, Handler handler, HandlerOptions options) {
+  impl_->Register(method, std::move(handler), options);
 }
 void Server::Start() { impl_->Start(); }
 std::string Server::endpoint() const { return impl_->endpoint(); }

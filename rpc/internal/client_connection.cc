@@ -41,6 +41,7 @@ ClientConnection::ClientConnection(const ClientOptions& options)
     throw zmq::error_t();
   }
   monitor_.connect(monitor_endpoint);
+  monitor_fd_ = monitor_.get(zmq::sockopt::fd);
   try {
     dealer_.connect(options.endpoint);
   } catch (...) {

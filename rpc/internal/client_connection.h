@@ -35,6 +35,12 @@ class ClientConnection {
 
   zmq::socket_t& dealer() { return dealer_; }
   zmq::socket_t& monitor() { return monitor_; }
+  // The monitor's ZMQ_FD, for zmq_poll as a plain descriptor. It is
+  // edge-like (readable when commands reach the socket), so whoever sees it
+  // readable must call NextEvent until it returns nullopt; after that the
+  // next event makes it readable again. Watching it this way spares every
+  // poll round libzmq's ZMQ_EVENTS check on the monitor (two syscalls).
+  int monitor_fd() const { return monitor_fd_; }
 
   // The next monitor event, without blocking; nullopt if none is waiting.
   std::optional<ConnectionEvent> NextEvent();
@@ -47,6 +53,7 @@ class ClientConnection {
  private:
   zmq::socket_t dealer_;
   zmq::socket_t monitor_;  // PAIR receiving dealer_'s monitor events
+  int monitor_fd_ = -1;
   bool handshake_succeeded_ = false;
 };
 

@@ -1,36 +1,35 @@
 #include "rpc/internal/mailbox.h"
 
-#include "rpc/internal/context.h"
-#include "rpc/internal/frames.h"
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "common/errors.h"
 
 namespace rlswarm::rpc::internal {
 
-InprocWake::InprocWake(std::string_view what)
-    : receiver_(ProcessContext(), zmq::socket_type::pull),
-      sender_(ProcessContext(), zmq::socket_type::push) {
-  const std::string endpoint = UniqueInprocEndpoint(what);
-  receiver_.set(zmq::sockopt::linger, 0);
-  sender_.set(zmq::sockopt::linger, 0);
-  receiver_.bind(endpoint);
-  sender_.connect(endpoint);
+EventFd::EventFd() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  if (fd_ < 0) throw Internal(std::string("eventfd: ") + std::strerror(errno));
 }
 
-void InprocWake::Signal() {
-  if (!sender_) return;
-  // At most one signal is in flight (Mailbox coalesces), so this never
-  // meets the high-water mark; if it did, a signal is already pending.
-  (void)sender_.send(zmq::message_t(), zmq::send_flags::dontwait);
-}
+EventFd::~EventFd() { ::close(fd_); }
 
-void InprocWake::Drain() {
-  if (!receiver_) return;
-  zmq::message_t message;
-  while (receiver_.recv(message, zmq::recv_flags::dontwait)) {
+void EventFd::Signal() {
+  const std::uint64_t one = 1;
+  // EAGAIN only if the counter would overflow: a wake-up is pending anyway.
+  while (::write(fd_, &one, sizeof(one)) < 0 && errno == EINTR) {
   }
 }
 
-void InprocWake::CloseSender() { sender_.close(); }
-
-void InprocWake::CloseReceiver() { receiver_.close(); }
+void EventFd::Drain() {
+  std::uint64_t count = 0;
+  // One read resets the counter; EAGAIN means nothing was pending.
+  while (::read(fd_, &count, sizeof(count)) < 0 && errno == EINTR) {
+  }
+}
 
 }  // namespace rlswarm::rpc::internal

@@ -2,97 +2,117 @@
 
 // Internal: how other threads hand work to an I/O thread that sleeps in
 // zmq_poll. Items travel through a mutex-protected vector (so every hand-over
-// is a plain happens-before edge, visible to ThreadSanitizer); an inproc
-// PUSH/PULL pair only wakes the poll. Wake-ups are coalesced: at most one
-// signal is in flight until the I/O thread takes the items.
+// is a plain happens-before edge, visible to ThreadSanitizer); an eventfd
+// only wakes the poll (zmq_poll watches plain file descriptors too). Wake-ups
+// are coalesced: at most one signal is in flight until the I/O thread takes
+// the items.
 //
-// Thread-safety: Post and Wake from any thread. signal_socket, Take and
-// Close only from the I/O thread (or after it has been joined). The PUSH
-// socket is used only under mutex_, which is how ZeroMQ allows a socket to
-// be used by more than one thread (a full memory barrier between users).
+// Why an eventfd and not an inproc PUSH/PULL pair: a ZeroMQ signal costs a
+// message allocation, a pipe write, a command to the receiving socket and a
+// recv (with libzmq's own eventfd underneath); the eventfd is one write and
+// one read. On this project's VM that is a measurable share of a small call.
+//
+// Thread-safety: Post and Wake from any thread. PostFromOwner, wake_fd,
+// ConsumeWake, Take and Close only from the I/O thread (or after it has been
+// joined). The eventfd lives as long as the Mailbox, so a Post that races
+// with Close still writes to a valid descriptor.
 
 #include <mutex>
-#include <string_view>
 #include <utility>
 #include <vector>
-#include <zmq.hpp>
 
 namespace rlswarm::rpc::internal {
 
-// The inproc PUSH/PULL pair with a unique name in the process context.
-class InprocWake {
+// A nonblocking eventfd; Signal never blocks.
+class EventFd {
  public:
-  explicit InprocWake(std::string_view what);
-  InprocWake(const InprocWake&) = delete;
-  InprocWake& operator=(const InprocWake&) = delete;
+  EventFd();  // throws Internal if the kernel refuses
+  ~EventFd();
+  EventFd(const EventFd&) = delete;
+  EventFd& operator=(const EventFd&) = delete;
 
-  zmq::socket_t& receiver() { return receiver_; }
-  void Signal();  // never blocks; the caller serialises calls
-  void Drain();   // receives every pending signal, without blocking
-  void CloseSender();
-  void CloseReceiver();
+  int fd() const { return fd_; }
+  void Signal();  // never blocks
+  void Drain();   // consumes pending signals, without blocking
 
  private:
-  zmq::socket_t receiver_;  // PULL, owned by the I/O thread
-  zmq::socket_t sender_;    // PUSH, used under the owner's mutex
+  int fd_ = -1;
 };
 
 template <class T>
 class Mailbox {
  public:
-  explicit Mailbox(std::string_view what) : wake_(what) {}
+  Mailbox() = default;
 
   // Queues `item` and wakes the I/O thread. Returns false, leaving `item`
   // untouched, once the mailbox is closed.
   bool Post(T&& item) {
+    bool signal = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_) return false;
+      items_.push_back(std::move(item));
+      signal = !std::exchange(signalled_, true);
+    }
+    if (signal) wake_.Signal();  // outside the lock: the woken thread takes it at once
+    return true;
+  }
+
+  // I/O thread only: queues `item` without a wake-up, because the I/O thread
+  // calls Take before it next sleeps. Returns false once closed.
+  bool PostFromOwner(T&& item) {
     std::lock_guard lock(mutex_);
     if (closed_) return false;
     items_.push_back(std::move(item));
-    SignalLocked();
     return true;
   }
 
   // Wakes the I/O thread without an item (e.g. to make it see a stop flag).
   void Wake() {
-    std::lock_guard lock(mutex_);
-    if (!closed_) SignalLocked();
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_) return;
+      signalled_ = true;
+    }
+    wake_.Signal();
   }
 
-  // I/O thread: poll this for ZMQ_POLLIN.
-  zmq::socket_t& signal_socket() { return wake_.receiver(); }
+  // I/O thread: poll this for ZMQ_POLLIN ({nullptr, wake_fd(), ZMQ_POLLIN}).
+  int wake_fd() const { return wake_.fd(); }
 
-  // I/O thread: everything posted so far.
-  std::vector<T> Take() {
-    wake_.Drain();
+  // I/O thread: call when zmq_poll reports wake_fd() readable, before Take.
+  // Draining only then (never on a guess) keeps the fd's state exact: a
+  // signal written after this read makes the next poll return at once.
+  void ConsumeWake() { wake_.Drain(); }
+
+  // I/O thread: everything posted so far. Swaps into `out` (cleared first),
+  // so the caller can reuse one vector's capacity round after round. A Post
+  // racing with this either lands in `out` (its signal then only causes one
+  // empty round) or signals again after it.
+  void Take(std::vector<T>& out) {
+    out.clear();
     std::lock_guard lock(mutex_);
     signalled_ = false;
-    return std::exchange(items_, {});
+    out.swap(items_);
+  }
+  std::vector<T> Take() {
+    std::vector<T> out;
+    Take(out);
+    return out;
   }
 
   // I/O thread or after it exited: later Posts fail. Returns the items not
   // yet taken. Idempotent.
   std::vector<T> Close() {
     std::vector<T> rest;
-    {
-      std::lock_guard lock(mutex_);
-      if (!closed_) {
-        closed_ = true;
-        wake_.CloseSender();
-      }
-      rest.swap(items_);
-    }
-    wake_.CloseReceiver();
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    rest.swap(items_);
     return rest;
   }
 
  private:
-  void SignalLocked() {
-    if (signalled_) return;
-    signalled_ = true;
-    wake_.Signal();
-  }
-
-  InprocWake wake_;
+  EventFd wake_;
   std::mutex mutex_;
   std::vector<T> items_;    // guarded by mutex_
   bool signalled_ = false;  // guarded by mutex_

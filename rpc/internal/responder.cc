@@ -7,6 +7,21 @@
 
 namespace rlswarm::rpc {
 namespace internal {
+namespace {
+
+// The reply channel whose I/O thread is the calling thread, if any.
+thread_local const ReplyChannel* served_channel = nullptr;
+
+}  // namespace
+
+void ReplyChannel::ServeOnThisThread() { served_channel = this; }
+
+bool ReplyChannel::Post(OutgoingReply&& reply) {
+  // The I/O thread sends its queued replies before it next sleeps, so a
+  // reply made on it (an inline handler) needs no wake-up.
+  if (served_channel == this) return mailbox.PostFromOwner(std::move(reply));
+  return mailbox.Post(std::move(reply));
+}
 
 OutgoingReply MakeReply(std::string identity, std::uint64_t request_id, StatusCode status,
                         std::string message, std::vector<Payload> payloads,
@@ -42,7 +57,7 @@ void Responder::State::Send(StatusCode status, std::string message, std::vector<
   internal::OutgoingReply reply =
       internal::MakeReply(identity, request_id, status, std::move(message), std::move(payloads),
                           channel->max_error_bytes);
-  if (!channel->mailbox.Post(std::move(reply))) {
+  if (!channel->Post(std::move(reply))) {
     spdlog::debug("{}: reply to request {} ('{}') dropped: server stopped", channel->server_name,
                   request_id, method);
   }

@@ -37,7 +37,13 @@ OutgoingReply MakeReply(std::string identity, std::uint64_t request_id, StatusCo
 
 struct ReplyChannel {
   ReplyChannel(std::string name, std::size_t error_bytes)
-      : server_name(std::move(name)), max_error_bytes(error_bytes), mailbox("rpc-server-replies") {}
+      : server_name(std::move(name)), max_error_bytes(error_bytes) {}
+
+  // The server's I/O thread calls this once before serving: replies made on
+  // that thread (inline handlers) are then queued without a wake-up.
+  void ServeOnThisThread();
+  // Queues `reply` for the I/O thread; false once the server stopped.
+  bool Post(OutgoingReply&& reply);
 
   const std::string server_name;  // for logs
   const std::size_t max_error_bytes;
