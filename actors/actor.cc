@@ -44,7 +44,8 @@ Actor::Actor(ActorOptions options, const models::ModelSpec& model, std::uint64_t
               sizeof(std::int64_t)),
       writer_(std::move(writer)) {
   if (env_.spec().action.kind != envs::ActionKind::kDiscrete) {
-    throw InvalidArgument("actor: " + options_.env_name + " has continuous actions (DQN needs discrete)");
+    throw InvalidArgument("actor: " + options_.env_name +
+                          " has continuous actions (DQN needs discrete)");
   }
   policy_ = std::make_unique<QPolicy>(model, model_seed, env_.spec().observation.dtype);
   if (policy_->observation_bytes() != env_.observation_bytes() ||
@@ -123,7 +124,8 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
   const std::int64_t num_actions = policy_->num_actions();
   const std::size_t obs_bytes = env_.observation_bytes();
   envs::Rng rng(envs::DeriveSeed(options_.seed, static_cast<std::uint64_t>(options_.actor_id)));
-  env_.Reset(envs::DeriveSeed(options_.seed ^ 0x5eedULL, static_cast<std::uint64_t>(options_.actor_id)));
+  env_.Reset(
+      envs::DeriveSeed(options_.seed ^ 0x5eedULL, static_cast<std::uint64_t>(options_.actor_id)));
 
   std::vector<float> q(static_cast<std::size_t>(m * num_actions));
   std::vector<float> values(static_cast<std::size_t>(m));
@@ -148,9 +150,10 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
       const float* row = q.data() + i * num_actions;
       const auto greedy = std::max_element(row, row + num_actions) - row;
       values[i] = row[greedy];
-      actions[i] = rng.Uniform01() < epsilon_
-                       ? static_cast<std::int64_t>(rng.Below(static_cast<std::uint64_t>(num_actions)))
-                       : greedy;
+      actions[i] =
+          rng.Uniform01() < epsilon_
+              ? static_cast<std::int64_t>(rng.Below(static_cast<std::uint64_t>(num_actions)))
+              : greedy;
       q_taken[i] = row[actions[i]];
     }
     n_step_.SetCurrentValues(values);
@@ -198,7 +201,8 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
       if (on_episode) on_episode(episode);
     }
     const auto now = Clock::now();
-    if (iteration % options_.refresh_steps == 0 || now - last_refresh >= options_.refresh_interval) {
+    if (iteration % options_.refresh_steps == 0 ||
+        now - last_refresh >= options_.refresh_interval) {
       RefreshWeights();
       last_refresh = now;
     }
@@ -210,8 +214,8 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
       for (double r : recent_returns) sum += r;
       stats_.mean_recent_return = sum / static_cast<double>(recent_returns.size());
     }
-    stats_.steps_per_sec =
-        static_cast<double>(steps) / std::max(1e-9, std::chrono::duration<double>(now - start).count());
+    stats_.steps_per_sec = static_cast<double>(steps) /
+                           std::max(1e-9, std::chrono::duration<double>(now - start).count());
   }
   writer_.Flush(std::chrono::seconds(5));
 }

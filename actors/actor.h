@@ -54,7 +54,7 @@ struct ActorOptions {
   envs::VectorEnvOptions env;
   NStepOptions n_step;
   ExplorationOptions exploration;
-  std::uint64_t seed = 0;  // envs and exploration of actor i derive from (seed, i)
+  std::uint64_t seed = 0;      // envs and exploration of actor i derive from (seed, i)
   std::int64_t max_steps = 0;  // env steps of this actor (M per loop); 0 = until Stop()
   // Weights: none = act with the initial parameters (seeded) forever.
   std::optional<rpc::SubscriberOptions> weights;

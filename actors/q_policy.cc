@@ -56,15 +56,14 @@ void QPolicy::Evaluate(std::span<const std::byte> observations, std::int64_t row
                        std::span<float> q_out) {
   if (observations.size() != static_cast<std::size_t>(rows) * observation_bytes_ ||
       q_out.size() != static_cast<std::size_t>(rows * num_actions_)) {
-    throw InvalidArgument("QPolicy::Evaluate: buffer sizes do not match " +
-                          std::to_string(rows) + " rows");
+    throw InvalidArgument("QPolicy::Evaluate: buffer sizes do not match " + std::to_string(rows) +
+                          " rows");
   }
   c10::InferenceMode guard;
   std::vector<int64_t> shape = {rows};
   shape.insert(shape.end(), impl_->sample_shape.begin(), impl_->sample_shape.end());
-  const at::Tensor obs =
-      at::from_blob(const_cast<std::byte*>(observations.data()), shape,
-                    at::TensorOptions().dtype(impl_->observation_type));
+  const at::Tensor obs = at::from_blob(const_cast<std::byte*>(observations.data()), shape,
+                                       at::TensorOptions().dtype(impl_->observation_type));
   const at::Tensor q = impl_->network.Forward(obs).to(at::kFloat).contiguous();
   std::memcpy(q_out.data(), q.data_ptr<float>(), q_out.size_bytes());
 }

@@ -40,8 +40,7 @@ class QPolicy {
 
   // Q-values of `rows` observations (row-major, the spec's sample shape
   // each) into q_out ([rows, num_actions]).
-  void Evaluate(std::span<const std::byte> observations, std::int64_t rows,
-                std::span<float> q_out);
+  void Evaluate(std::span<const std::byte> observations, std::int64_t rows, std::span<float> q_out);
   // Replaces the parameters with a weights blob (models/weights_wire.h; one
   // whole-model part). Throws InvalidArgument on a malformed blob or names
   // and shapes that do not match the network (the old weights stay).

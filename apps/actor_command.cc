@@ -46,7 +46,8 @@ rpc::SubscriberOptions ReadWeightsEndpoints(const std::string& path,
 
 void RunActor(const ActorArgs& args, const CLI::App& cmd) {
   std::vector<std::string> overrides;
-  if (cmd.count("--num-actors")) overrides.push_back("actor.num_actors=" + std::to_string(args.num_actors));
+  if (cmd.count("--num-actors"))
+    overrides.push_back("actor.num_actors=" + std::to_string(args.num_actors));
   overrides.insert(overrides.end(), args.overrides.begin(), args.overrides.end());
   ExperimentConfig config = ExperimentConfig::Load(args.config_file, overrides);
   if (args.print_config) {
@@ -54,9 +55,9 @@ void RunActor(const ActorArgs& args, const CLI::App& cmd) {
     return;
   }
   if (args.actor_id < 0 || args.actor_id >= config.actor.num_actors) {
-    throw ConfigError("--actor-id " + std::to_string(args.actor_id) +
-                      " is not in [0, actor.num_actors = " +
-                      std::to_string(config.actor.num_actors) + ")");
+    throw ConfigError(
+        "--actor-id " + std::to_string(args.actor_id) +
+        " is not in [0, actor.num_actors = " + std::to_string(config.actor.num_actors) + ")");
   }
   InitLogging("actor-" + std::to_string(args.actor_id), ParseLogLevel(config.log.level));
   sigset_t stop_signals;
@@ -82,11 +83,11 @@ void RunActor(const ActorArgs& args, const CLI::App& cmd) {
     options.weights =
         ReadWeightsEndpoints(args.weights_endpoint_file, config.security.ToClientOptions());
   }
-  replay::ReplayWriterOptions writer =
-      config.replay.ToWriterOptions(config.TransitionSignature(), config.security.ToClientOptions());
+  replay::ReplayWriterOptions writer = config.replay.ToWriterOptions(
+      config.TransitionSignature(), config.security.ToClientOptions());
   writer.max_batch_items = config.actor.writer_batch;
-  writer.flush_interval =
-      std::chrono::milliseconds(std::max<std::int64_t>(1, static_cast<std::int64_t>(config.actor.writer_flush_s * 1000)));
+  writer.flush_interval = std::chrono::milliseconds(
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(config.actor.writer_flush_s * 1000)));
   writer.max_buffered_batches = config.actor.writer_max_buffered_batches;
 
   actors::Actor actor(options, config.ModelSpec(), config.model.seed, writer);
@@ -98,13 +99,15 @@ void RunActor(const ActorArgs& args, const CLI::App& cmd) {
   std::ofstream metrics;
   if (!args.metrics_file.empty()) metrics.open(args.metrics_file, std::ios::app);
   auto last_log = std::chrono::steady_clock::now();
-  spdlog::info("actor {}/{} on {} ({} envs), epsilon {:.4f}", args.actor_id,
-               options.num_actors, options.env_name, options.env.num_envs,
+  spdlog::info("actor {}/{} on {} ({} envs), epsilon {:.4f}", args.actor_id, options.num_actors,
+               options.env_name, options.env.num_envs,
                actors::Epsilon(options.exploration, options.actor_id, options.num_actors, 0));
   actor.Run([&](const actors::EpisodeStats& e) {
     if (metrics.is_open()) {
-      metrics << nlohmann::json{{"actor", e.actor_id},      {"return", e.episode_return},
-                                {"length", e.length},       {"epsilon", e.epsilon},
+      metrics << nlohmann::json{{"actor", e.actor_id},
+                                {"return", e.episode_return},
+                                {"length", e.length},
+                                {"epsilon", e.epsilon},
                                 {"policy_version", e.policy_version}}
                      .dump()
               << "\n";

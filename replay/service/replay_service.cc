@@ -208,61 +208,79 @@ std::string ReplayService::InfoJson() const {
 void ReplayService::RegisterHandlers() {
   const int shard = options_.shard;
   Table* table = table_.get();
+  // The data-path calls never wait (a held insert or sample becomes a table
+  // waiter and its reply is deferred) and hold the table lock only to copy
+  // rows: they run on the server's I/O thread, which saves two thread
+  // hand-overs per call. checkpoint, info and reconfigure may take long and
+  // run on the workers.
+  const rpc::HandlerOptions on_io_thread{.run_on_io_thread = true};
 
-  server_->Register(protocol::kInsert, [table, shard](Request request, Responder responder) {
-    // The batch's views point into the request's frames: keep both alive
-    // until the (possibly deferred) insert completes.
-    struct Pending {
-      Request request;
-      protocol::DecodedInsert decoded;
-    };
-    auto pending = std::make_shared<Pending>();
-    pending->request = std::move(request);
-    protocol::DecodeInsert(pending->request.payloads, pending->decoded);
-    table->InsertAsync(protocol::ToInsertBatch(pending->decoded), pending->request.deadline,
-                       [pending, responder, shard](Result<std::vector<std::uint64_t>> result) {
-                         if (!result.ok()) return FailWith(responder, result.error());
-                         std::vector<Payload> reply;
-                         reply.push_back(protocol::EncodeKeys(shard, result.value()));
-                         responder.Reply(std::move(reply));
-                       });
-  });
+  server_->Register(
+      protocol::kInsert,
+      [table, shard](Request request, Responder responder) {
+        // The batch's views point into the request's frames: keep both alive
+        // until the (possibly deferred) insert completes.
+        struct Pending {
+          Request request;
+          protocol::DecodedInsert decoded;
+        };
+        auto pending = std::make_shared<Pending>();
+        pending->request = std::move(request);
+        protocol::DecodeInsert(pending->request.payloads, pending->decoded);
+        table->InsertAsync(protocol::ToInsertBatch(pending->decoded), pending->request.deadline,
+                           [pending, responder, shard](Result<std::vector<std::uint64_t>> result) {
+                             if (!result.ok()) return FailWith(responder, result.error());
+                             std::vector<Payload> reply;
+                             reply.push_back(protocol::EncodeKeys(shard, result.value()));
+                             responder.Reply(std::move(reply));
+                           });
+      },
+      on_io_thread);
 
-  server_->Register(protocol::kSample, [table, shard](Request request, Responder responder) {
-    const SampleRequest sample = protocol::DecodeSampleRequest(request.payloads);
-    table->SampleAsync(
-        sample, request.deadline, [table, responder, shard](Result<SampledBatch> result) {
-          if (!result.ok()) return FailWith(responder, result.error());
-          try {
-            responder.Reply(
-                protocol::EncodeSampleReply(shard, table->Totals(), std::move(result.value())));
-          } catch (...) {
-            FailWith(responder, std::current_exception());
-          }
-        });
-  });
+  server_->Register(
+      protocol::kSample,
+      [table, shard](Request request, Responder responder) {
+        const SampleRequest sample = protocol::DecodeSampleRequest(request.payloads);
+        table->SampleAsync(
+            sample, request.deadline, [table, responder, shard](Result<SampledBatch> result) {
+              if (!result.ok()) return FailWith(responder, result.error());
+              try {
+                responder.Reply(
+                    protocol::EncodeSampleReply(shard, table->Totals(), std::move(result.value())));
+              } catch (...) {
+                FailWith(responder, std::current_exception());
+              }
+            });
+      },
+      on_io_thread);
 
-  server_->Register(protocol::kUpdatePriorities, [table, shard](Request request,
-                                                                Responder responder) {
-    std::span<const std::uint64_t> global_keys;
-    std::span<const double> priorities;
-    protocol::DecodePriorityUpdate(request.payloads, global_keys, priorities);
-    // Keys of another shard (a misrouted update) are not this table's:
-    // they are counted as ignored, exactly like evicted ones.
-    std::vector<std::uint64_t> keys(global_keys.size());
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      keys[i] = protocol::ShardOfKey(global_keys[i]) == shard ? protocol::LocalKey(global_keys[i])
-                                                              : 0;  // 0 is never a key
-    }
-    const PriorityUpdateResult result = table->UpdatePriorities(keys, priorities);
-    responder.Reply(protocol::EncodePriorityUpdateReply(result, table->Totals()));
-  });
+  server_->Register(
+      protocol::kUpdatePriorities,
+      [table, shard](Request request, Responder responder) {
+        std::span<const std::uint64_t> global_keys;
+        std::span<const double> priorities;
+        protocol::DecodePriorityUpdate(request.payloads, global_keys, priorities);
+        // Keys of another shard (a misrouted update) are not this table's:
+        // they are counted as ignored, exactly like evicted ones.
+        std::vector<std::uint64_t> keys(global_keys.size());
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+          keys[i] = protocol::ShardOfKey(global_keys[i]) == shard
+                        ? protocol::LocalKey(global_keys[i])
+                        : 0;  // 0 is never a key
+        }
+        const PriorityUpdateResult result = table->UpdatePriorities(keys, priorities);
+        responder.Reply(protocol::EncodePriorityUpdateReply(result, table->Totals()));
+      },
+      on_io_thread);
 
-  server_->Register(protocol::kTotals, [table](Request, Responder responder) {
-    std::vector<Payload> reply;
-    reply.push_back(protocol::EncodeTotals(table->Totals()));
-    responder.Reply(std::move(reply));
-  });
+  server_->Register(
+      protocol::kTotals,
+      [table](Request, Responder responder) {
+        std::vector<Payload> reply;
+        reply.push_back(protocol::EncodeTotals(table->Totals()));
+        responder.Reply(std::move(reply));
+      },
+      on_io_thread);
 
   server_->Register(protocol::kInfo, [this](Request, Responder responder) {
     std::vector<Payload> reply;
