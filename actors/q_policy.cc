@@ -5,6 +5,8 @@
 #include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "common/errors.h"
@@ -14,7 +16,28 @@
 
 namespace rlswarm::actors {
 
-void SetInferenceThreads(int threads) { at::set_num_threads(threads); }
+namespace {
+// The intra-op thread count every inference thread uses. OpenMP keeps the
+// count per thread (omp_set_num_threads), so each thread that runs
+// Evaluate applies it once; without that, a thread other than the one that
+// called SetInferenceThreads would run OpenBLAS's sgemm on every core, with
+// spinning OpenMP workers that starve the envs and the replay client.
+std::atomic<int> inference_threads{1};
+thread_local int applied_threads = 0;
+
+void ApplyInferenceThreads() {
+  const int wanted = inference_threads.load(std::memory_order_relaxed);
+  if (applied_threads != wanted) {
+    at::set_num_threads(wanted);
+    applied_threads = wanted;
+  }
+}
+}  // namespace
+
+void SetInferenceThreads(int threads) {
+  inference_threads = std::max(1, threads);
+  ApplyInferenceThreads();
+}
 
 struct QPolicy::Impl {
   models::QNetwork network;
@@ -59,6 +82,7 @@ void QPolicy::Evaluate(std::span<const std::byte> observations, std::int64_t row
     throw InvalidArgument("QPolicy::Evaluate: buffer sizes do not match " + std::to_string(rows) +
                           " rows");
   }
+  ApplyInferenceThreads();
   c10::InferenceMode guard;
   std::vector<int64_t> shape = {rows};
   shape.insert(shape.end(), impl_->sample_shape.begin(), impl_->sample_shape.end());

@@ -24,9 +24,9 @@ struct ModelSpec;
 
 namespace rlswarm::actors {
 
-// Sets LibTorch's intra-op threads of this process (an actor process uses
-// one: the swarm scales by processes, and one thread per forward pass of a
-// few hundred rows is fastest here).
+// Sets LibTorch's intra-op threads for every thread that runs
+// QPolicy::Evaluate (default 1: the swarm scales by processes, and one
+// thread per forward pass of a few hundred rows is fastest here).
 void SetInferenceThreads(int threads);
 
 class QPolicy {

@@ -80,9 +80,17 @@ void ReplayWriter::Append(const InsertBatch& items) {
   std::unique_lock lock(mu_);
   if (closed_) throw Cancelled("replay writer is closed");
   // Room for the batch this append may seal: wait, then drop the oldest.
-  changed_.wait_for(lock, options_.max_block, [this] {
+  // Only the first append of an outage waits; later ones drop at once until
+  // the buffer drains (an unreachable replay costs the actor one max_block,
+  // not one per batch).
+  auto has_room = [this] {
     return closed_ || static_cast<std::int64_t>(ready_.size()) < options_.max_buffered_batches;
-  });
+  };
+  if (!has_room() && !dropping_) {
+    dropping_ = !changed_.wait_for(lock, options_.max_block, has_room);
+  } else if (has_room()) {
+    dropping_ = false;
+  }
   if (closed_) throw Cancelled("replay writer is closed");
   Staging& s = *staging_;
   const bool has_priorities = !items.priorities.empty();
@@ -219,9 +227,14 @@ void ReplayWriter::OnReply(std::shared_ptr<Batch> batch, int shard, std::excepti
   } else {
     // Unavailable, DeadlineExceeded, ...: keep it and try another shard.
     down_until_[shard] = Clock::now() + options_.retry_backoff;
-    ++stats_.batches_retried;
-    spdlog::debug("replay writer: shard {} failed a batch ({}), resending", shard, message);
-    ready_.push_front(std::move(batch));
+    if (static_cast<std::int64_t>(ready_.size()) >= options_.max_buffered_batches) {
+      // It is the oldest batch, and the buffer is full of newer ones.
+      stats_.items_dropped += batch->items;
+    } else {
+      ++stats_.batches_retried;
+      spdlog::debug("replay writer: shard {} failed a batch ({}), resending", shard, message);
+      ready_.push_front(std::move(batch));
+    }
     stats_.buffered = static_cast<std::int64_t>(ready_.size());
   }
   changed_.notify_all();

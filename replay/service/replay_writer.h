@@ -18,8 +18,9 @@
 //   * Memory is bounded: at most max_buffered_batches sealed batches wait.
 //     When that many wait (replay unreachable or slower than the actor),
 //     Append blocks up to max_block for room, then drops the oldest waiting
-//     batch and counts its items in stats().items_dropped. The actor never
-//     grows without bound and never stops for long.
+//     batch and counts its items in stats().items_dropped; until the buffer
+//     has room again, later appends drop without waiting. The actor never
+//     grows without bound and stops at most max_block per outage.
 //
 // Thread safety: all public methods are thread safe.
 
@@ -102,6 +103,7 @@ class ReplayWriter {
   mutable std::mutex mu_;
   std::condition_variable changed_;
   bool closed_ = false;
+  bool dropping_ = false;  // the buffer stayed full for max_block: drop without waiting
   std::unique_ptr<Staging> staging_;
   std::chrono::steady_clock::time_point staged_since_;
   std::deque<std::shared_ptr<Batch>> ready_;
