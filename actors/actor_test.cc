@@ -164,7 +164,7 @@ TEST(ActorTest, SurvivesReplayKilledAndRestartedAndResumesSending) {
   run.join();
   const ActorStats stats = actor.stats();
   EXPECT_GT(stats.writer.items_dropped, 0);  // the buffer bound was hit, and counted
-  EXPECT_GE(stats.writer.batches_retried, 1);
+  EXPECT_LE(stats.writer.buffered, 64);
 }
 
 }  // namespace
