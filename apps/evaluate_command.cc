@@ -4,13 +4,19 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "apps/commands.h"
 #include "apps/experiment_config.h"
 #include "common/logging.h"
+#include "actors/q_batch_policy.h"
+#include "actors/q_policy.h"
+#include "apps/checkpoint_weights.h"
+#include "apps/png_writer.h"
 #include "envs/episode_runner.h"
+#include "envs/render.h"
 
 namespace rlswarm::apps {
 namespace {
@@ -22,6 +28,10 @@ struct EvaluateArgs {
   std::int64_t episodes = 0;
   std::uint64_t seed = 0;
   std::int64_t num_envs = 0;
+  std::string checkpoint;
+  double epsilon = 0;
+  std::string record_dir;
+  std::int64_t record_episodes = 1;
   bool json = false;
   bool print_config = false;
   bool seed_set = false;
@@ -34,6 +44,7 @@ void RunEvaluate(const EvaluateArgs& args, const CLI::App& cmd) {
   std::vector<std::string> overrides;
   if (!args.env.empty()) overrides.push_back("env.name=" + args.env);
   if (!args.policy.empty()) overrides.push_back("evaluate.policy=" + args.policy);
+  if (!args.checkpoint.empty()) overrides.push_back("evaluate.policy=q");
   if (cmd.count("--episodes"))
     overrides.push_back(fmt::format("evaluate.episodes={}", args.episodes));
   if (cmd.count("--seed")) overrides.push_back(fmt::format("evaluate.seed={}", args.seed));
@@ -51,11 +62,41 @@ void RunEvaluate(const EvaluateArgs& args, const CLI::App& cmd) {
   const auto& eval = config.evaluate;
   envs::VectorEnv env(env_cfg.name,
                       env_cfg.ToVectorEnvOptions(envs::AutoResetSeeding::kSeedPerEpisode));
-  envs::RandomPolicy policy(env.spec(), env.num_envs(), eval.seed);
+  std::unique_ptr<envs::BatchPolicy> policy;
+  std::unique_ptr<actors::QPolicy> network;
+  if (eval.policy == "random") {
+    if (!args.record_dir.empty() || cmd.count("--epsilon")) {
+      throw ConfigError("--record and --epsilon need a Q-network policy (--checkpoint)");
+    }
+    policy = std::make_unique<envs::RandomPolicy>(env.spec(), env.num_envs(), eval.seed);
+  } else {
+    if (args.checkpoint.empty()) throw ConfigError("evaluate.policy 'q' needs --checkpoint PATH");
+    actors::SetInferenceThreads(1);
+    network = std::make_unique<actors::QPolicy>(config.ModelSpec(), config.model.seed,
+                                                env.spec().observation.dtype);
+    network->LoadWeights(CheckpointWeights(args.checkpoint));
+    auto q_policy =
+        std::make_unique<actors::QBatchPolicy>(*network, env.num_envs(), args.epsilon, eval.seed);
+    if (!args.record_dir.empty()) {
+      if (!envs::CanRender(env.spec())) {
+        throw ConfigError("--record: cannot draw " + env_cfg.name +
+                          " (CartPole-v1 and the MinAtar games can be drawn)");
+      }
+      q_policy->on_observation = [&env, &args](std::int64_t slot, std::uint64_t episode,
+                                               std::int64_t step) {
+        if (episode >= static_cast<std::uint64_t>(args.record_episodes)) return;
+        const std::string dir = fmt::format("{}/episode-{:04d}", args.record_dir, episode);
+        std::filesystem::create_directories(dir);
+        WritePng(fmt::format("{}/frame-{:05d}.png", dir, step),
+                 envs::RenderObservation(env.spec(), env.observation(slot)));
+      };
+    }
+    policy = std::move(q_policy);
+  }
   spdlog::info("evaluating policy '{}' on {} for {} episodes, {} envs, seed {}", eval.policy,
                env_cfg.name, eval.episodes, env.num_envs(), eval.seed);
   const auto start = std::chrono::steady_clock::now();
-  const auto episodes = envs::RunEpisodes(env, policy, eval.episodes, eval.seed);
+  const auto episodes = envs::RunEpisodes(env, *policy, eval.episodes, eval.seed);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const envs::ReturnSummary s = envs::Summarize(episodes);
@@ -64,6 +105,7 @@ void RunEvaluate(const EvaluateArgs& args, const CLI::App& cmd) {
 
   if (args.json) {
     nlohmann::json j = {{"env", env_cfg.name},        {"policy", eval.policy},
+                        {"checkpoint", args.checkpoint}, {"epsilon", args.epsilon},
                         {"episodes", s.episodes},     {"seed", eval.seed},
                         {"num_envs", env.num_envs()}, {"mean_return", s.mean_return},
                         {"std_return", s.std_return}, {"min_return", s.min_return},
@@ -90,7 +132,16 @@ void AddEvaluateCommand(CLI::App& app) {
                   "Experiment config (YAML); default: built-in defaults")
       ->check(CLI::ExistingFile);
   cmd->add_option("--env", args->env, "Environment name (env.name)");
-  cmd->add_option("--policy", args->policy, "Policy: random (evaluate.policy)");
+  cmd->add_option("--policy", args->policy, "Policy: random or q (evaluate.policy)");
+  cmd->add_option("--checkpoint", args->checkpoint,
+                  "Learner checkpoint directory (sharded or not) whose Q-network to evaluate");
+  cmd->add_option("--epsilon", args->epsilon, "With --checkpoint: epsilon-greedy (default 0)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--record", args->record_dir,
+                  "Write each step of the first --record-episodes episodes as PNG frames "
+                  "(DIR/episode-NNNN/frame-NNNNN.png)");
+  cmd->add_option("--record-episodes", args->record_episodes, "Episodes to record (default 1)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--episodes", args->episodes, "Episodes to run (evaluate.episodes)");
   cmd->add_option("--seed", args->seed, "Seed (evaluate.seed)");
   cmd->add_option("--num-envs", args->num_envs,

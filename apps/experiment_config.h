@@ -64,7 +64,8 @@ struct EvaluateSection {
 
   template <class V>
   void Visit(V& v) {
-    v.Choice("policy", policy, "policy to evaluate", {"random"});
+    v.Choice("policy", policy, "policy to evaluate: random, or q (a checkpoint's Q-network)",
+             {"random", "q"});
     v.Field("episodes", episodes, "episodes to run", Bounds{1, 1e9});
     v.Field("seed", seed, "seed of episode k is derived from (seed, k)");
   }

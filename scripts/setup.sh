@@ -19,6 +19,8 @@ packages=(
   # Boost (Asio, Beast, Process) and the rest of the third-party libraries.
   libboost-dev libboost-filesystem-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  # PNG frames of evaluated episodes (rlswarm evaluate --record).
+  libpng-dev
   # Tests and benchmarks; clang with its runtime for libFuzzer targets.
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
 )
