@@ -16,4 +16,8 @@ void AddKeygenCommand(CLI::App& app);
 // `rlswarm replay --config FILE --shard I [--bind EP] [--endpoint-file F]`
 void AddReplayCommand(CLI::App& app);
 
+// `rlswarm learner --config FILE [--rank R --world-size W --master-addr A
+// --master-port P] [--weights-endpoint-file F] [section.key=value ...]`
+void AddLearnerCommand(CLI::App& app);
+
 }  // namespace rlswarm::apps

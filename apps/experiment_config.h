@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "apps/config_reader.h"
+#include "apps/learner_section.h"
 #include "apps/model_section.h"
 #include "apps/replay_section.h"
 #include "envs/registry.h"
@@ -112,6 +113,7 @@ struct ExperimentConfig {
   SecuritySection security;
   ReplaySection replay;
   ModelSection model;
+  LearnerSection learner;
 
   template <class V>
   void Visit(V& v) {
@@ -121,6 +123,7 @@ struct ExperimentConfig {
     v.Section("security", security);
     v.Section("replay", replay);
     v.Section("model", model);
+    v.Section("learner", learner);
   }
 
   // The n-step transition signature (replay/service/transition.h) of env.
