@@ -22,6 +22,7 @@ learner::DqnLearnerOptions LearnerSection::ToLearnerOptions(
   o.model.optimizer.lr = lr;
   o.model.optimizer.max_grad_norm = max_grad_norm;
   o.model.sharding.strategy = learner::ParseShardingStrategy(strategy);
+  o.model.sharding.layers_per_unit.assign(layers_per_unit.begin(), layers_per_unit.end());
   o.model.sharding.mixed_precision =
       learner::MixedPrecisionPolicy::Uniform(dtype == "float64" ? at::kDouble : at::kFloat);
   o.model.seed = seed;
@@ -40,6 +41,7 @@ learner::DqnLearnerOptions LearnerSection::ToLearnerOptions(
   o.checkpoint_interval = checkpoint_interval;
   o.keep_checkpoints = static_cast<int>(keep_checkpoints);
   o.sampler = sampler;
+  o.prefetch = prefetch;
   o.log_interval = std::chrono::milliseconds(static_cast<int64_t>(log_interval_s * 1000));
   return o;
 }

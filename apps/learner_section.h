@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "apps/config_reader.h"
 #include "rpc/security.h"
@@ -35,9 +36,11 @@ struct LearnerSection {
   double huber_delta = 1;
   double priority_epsilon = 1e-6;
   std::string strategy = "full_shard";
+  std::vector<std::int64_t> layers_per_unit;
   std::string dtype = "float32";
   std::uint64_t seed = 0;
   std::int64_t max_updates = 0;
+  bool prefetch = true;
   std::int64_t publish_interval = 10;
   std::string publish_mode = "full";
   std::string weights_endpoint = "tcp://127.0.0.1:*";
@@ -71,10 +74,14 @@ struct LearnerSection {
             Bounds{0, 1e6});
     v.Choice("strategy", strategy, "sharding strategy",
              {"full_shard", "shard_grad_op", "no_shard"});
+    v.Field("layers_per_unit", layers_per_unit,
+            "sharding units: consecutive layers per unit (e.g. [3]: the CartPole MLP as one "
+            "unit, one all-gather per forward); empty = one unit per layer");
     v.Choice("dtype", dtype, "parameter, gradient and master dtype", {"float32", "float64"});
     v.Field("seed", seed, "model init seed (replay sampling uses replay.seed and the rank)");
     v.Field("max_updates", max_updates, "stop after this many updates; 0 = until SIGTERM",
             Bounds{0, 1e15});
+    v.Field("prefetch", prefetch, "sample the next batch while the current one trains");
     v.Field("publish_interval", publish_interval, "publish the weights every N updates; 0 = never",
             Bounds{0, 1e12});
     v.Choice("publish_mode", publish_mode,

@@ -68,6 +68,8 @@ DqnLearner::DqnLearner(models::ModelSpec spec, DqnLearnerOptions options,
 DqnLearner::~DqnLearner() = default;
 
 void DqnLearner::ResetSampler() {
+  if (prefetched_.valid()) prefetched_.wait();
+  prefetched_ = {};
   if (options_.sampler.endpoints.empty()) return;  // TrainOn only (tests)
   replay::ReplaySamplerOptions o = options_.sampler;
   o.seed = Mix(Mix(o.seed ^ static_cast<uint64_t>(comm_->rank()) << 32) +
@@ -103,14 +105,19 @@ std::vector<double> DqnLearner::TrainOn(const replay::SampledBatch& batch) {
                           .to(device);
   }
 
-  at::Tensor next_online, next_target;
+  at::Tensor next_target;
   {
     at::NoGradGuard no_grad;
-    next_online = online_->Forward(next_obs);
     next_target = target_->Forward(next_obs);
   }
   online_->ZeroGrad();
-  at::Tensor q = online_->Forward(obs);
+  // One online forward over [s; s'] instead of two: one set of all-gathers
+  // per unit when sharded. Q(s') is only used detached (double-Q's argmax),
+  // so its rows get a zero gradient.
+  const int64_t rows = obs.size(0);
+  at::Tensor both = online_->Forward(at::cat({obs, next_obs}));
+  at::Tensor q = both.narrow(0, 0, rows);
+  at::Tensor next_online = both.narrow(0, rows, rows).detach();
   DqnLossResult result = DqnLoss(q, next_online, next_target, targets, options_.loss);
   result.loss.backward();
   online_->Step();
@@ -136,8 +143,11 @@ void DqnLearner::Update() {
   if (!sampler_) throw FailedPrecondition("learner: no replay endpoints");
   const auto t0 = Clock::now();
   // Keeps the sampled bytes alive while the tensors view them.
-  const replay::SampledBatch batch = sampler_->Sample(local_batch_);
+  const replay::SampledBatch batch = NextBatch();
   sum_sample_s_ += Seconds(Clock::now() - t0);
+  if (options_.prefetch) {
+    prefetched_ = std::async(std::launch::async, [this] { return sampler_->Sample(local_batch_); });
+  }
   for (int64_t v : batch.policy_versions) {
     if (v > 0) {
       sum_staleness_ += static_cast<double>(updates_ - v);
@@ -154,6 +164,12 @@ void DqnLearner::Update() {
     SaveCheckpoint();
   }
   MaybeLog();
+}
+
+replay::SampledBatch DqnLearner::NextBatch() {
+  if (!prefetched_.valid()) return sampler_->Sample(local_batch_);
+  std::future<replay::SampledBatch> pending = std::move(prefetched_);
+  return pending.get();  // rethrows the sampler's DeadlineExceeded / Unavailable
 }
 
 std::string DqnLearner::SaveCheckpoint() {

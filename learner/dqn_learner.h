@@ -12,7 +12,8 @@
 //
 // Data path of one update:
 //   Sample(B / W) -> SampledBatch (bytes) -> at::from_blob (no copy) ->
-//   Forward(s), Forward(s') online and target -> DqnLoss -> backward
+//   (with options.prefetch the next batch is sampled meanwhile) ->
+//   online Forward([s; s']), target Forward(s') -> DqnLoss -> backward
 //   (reduce-scatter) -> Step -> UpdatePriorities -> target update.
 //
 // Collective contract: Update(), TrainOn(), SaveCheckpoint(), Publish()
@@ -21,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -99,6 +101,8 @@ class DqnLearner {
 
  private:
   void ResetSampler();
+  // The next batch: the prefetched one, or sampled now.
+  replay::SampledBatch NextBatch();
 
   models::ModelSpec spec_;
   DqnLearnerOptions options_;
@@ -108,6 +112,10 @@ class DqnLearner {
   std::unique_ptr<ShardedModel> target_;
   std::unique_ptr<WeightsBroadcaster> broadcaster_;
   std::unique_ptr<replay::ReplaySampler> sampler_;
+  // options.prefetch: the next update's batch, sampled on another thread
+  // while this one trains. Declared after sampler_: destroyed (waited for)
+  // first.
+  std::future<replay::SampledBatch> prefetched_;
   int64_t updates_ = 0;
   uint64_t published_version_ = 0;
 

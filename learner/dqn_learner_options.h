@@ -36,6 +36,10 @@ struct DqnLearnerOptions {
   // The replay shards. The seed is mixed with the rank (and the update count
   // on resume) so that ranks draw different items.
   replay::ReplaySamplerOptions sampler;
+  // Sample the next batch on a helper thread while the current one trains
+  // (as Ape-X's learner does): hides the replay round trip; the priorities
+  // of update k then reach replay after batch k + 1 was drawn.
+  bool prefetch = true;
   // Metrics are logged (spdlog, info) this often; 0 = never.
   std::chrono::milliseconds log_interval{10000};
 
