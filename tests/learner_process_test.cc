@@ -1,9 +1,10 @@
 // `rlswarm learner` as users run it: a child process training from a
 // `rlswarm replay` child process, publishing weights to a subscriber in this
-// process, and stopping on SIGTERM with a final checkpoint.
+// process, stopping on SIGTERM with a final checkpoint, and resuming from it.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -65,10 +66,21 @@ class LearnerProcessTest : public ::testing::Test {
     ASSERT_EQ(writer.stats().items_acknowledged, kN);
   }
 
+  // The update count in the newest complete checkpoint's manifest; -1 if none.
+  int64_t NewestCheckpointUpdate() const {
+    int64_t newest = -1;
+    for (const auto& e : fs::directory_iterator(dir_ + "/ckpt")) {
+      std::ifstream in(e.path() / "manifest.json");
+      if (!in) continue;
+      newest = std::max(newest, nlohmann::json::parse(in).at("update_count").get<int64_t>());
+    }
+    return newest;
+  }
+
   std::string dir_;
 };
 
-TEST_F(LearnerProcessTest, TrainsPublishesAndCheckpointsOnSigterm) {
+TEST_F(LearnerProcessTest, TrainsPublishesCheckpointsOnSigtermAndResumes) {
   const std::string replay_file = dir_ + "/replay.endpoint";
   ChildProcess replay(
       {RLSWARM_BINARY, "replay", "--config", Config(), "--shard", "0", "--bind",
@@ -99,13 +111,18 @@ TEST_F(LearnerProcessTest, TrainsPublishesAndCheckpointsOnSigterm) {
 
   learner.Signal(SIGTERM);
   ASSERT_EQ(learner.Wait(30s), 0) << learner.Log();
-  int64_t saved_update = -1;
-  for (const auto& e : fs::directory_iterator(dir_ + "/ckpt")) {
-    std::ifstream in(e.path() / "manifest.json");
-    if (!in) continue;
-    saved_update = nlohmann::json::parse(in).at("update_count").get<int64_t>();
-  }
+  const int64_t saved_update = NewestCheckpointUpdate();
   EXPECT_GE(saved_update, 300) << learner.Log();
+
+  // A restart resumes from that checkpoint: 50 more updates, then stops at
+  // max_updates with a checkpoint of its own.
+  ChildProcess resumed({RLSWARM_BINARY, "learner", "--config", Config(), "replay.host=127.0.0.1",
+                        "replay.base_port=" + port, "learner.checkpoint_dir=" + dir_ + "/ckpt",
+                        "learner.max_updates=" + std::to_string(saved_update + 50)},
+                       dir_ + "/resumed.log");
+  ASSERT_EQ(resumed.Wait(60s), 0) << resumed.Log();
+  EXPECT_NE(resumed.Log().find("resumed from"), std::string::npos) << resumed.Log();
+  EXPECT_EQ(NewestCheckpointUpdate(), saved_update + 50) << resumed.Log();
   replay.Signal(SIGTERM);
   EXPECT_EQ(replay.Wait(20s), 0) << replay.Log();
 }
