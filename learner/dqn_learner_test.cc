@@ -87,6 +87,14 @@ TEST(DqnLearnerTest, PublishedVersionDecodesToTheFullParameters) {
   }
 }
 
+TEST(WeightsBroadcasterTest, PartsModeOffsetsFixedPortsByTheRank) {
+  EXPECT_EQ(OffsetEndpointPort("tcp://10.0.0.2:47100", 3), "tcp://10.0.0.2:47103");
+  EXPECT_EQ(OffsetEndpointPort("tcp://127.0.0.1:*", 3), "tcp://127.0.0.1:*");
+  EXPECT_THROW(OffsetEndpointPort("inproc://weights", 1), InvalidArgument);
+  EXPECT_EQ(ParsePublishMode("parts"), PublishMode::kParts);
+  EXPECT_THROW(ParsePublishMode("half"), InvalidArgument);
+}
+
 TEST(DqnLearnerTest, BatchNotDivisibleByTheWorldIsRejected) {
   DqnLearnerOptions o;
   o.batch_size = 10;
