@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 
 #include "common/errors.h"
 #include "learner/testing/cartpole_replay.h"
+#include "learner/testing/harness.h"
 #include "models/q_networks.h"
 #include "models/weights_wire.h"
 #include "rpc/broadcast.h"
@@ -85,6 +87,27 @@ TEST(DqnLearnerTest, PublishedVersionDecodesToTheFullParameters) {
     EXPECT_EQ(part.tensors[i].first, full[i].first);
     EXPECT_TRUE(at::equal(part.tensors[i].second, full[i].second)) << full[i].first;
   }
+}
+
+// Two ranks, each sampling its 32 of the global 64 from the same replay
+// shard through its own sampler, train one sharded model in lock step.
+TEST(DqnLearnerTest, TwoRanksSampleTheirSharesAndDriveTheTdErrorDown) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "dqn_replay_XXXXXX").string();
+  const std::string dir = ::mkdtemp(pattern.data());
+  for (const auto& e : testing::RunWorkers("dqn_replay", 2, dir, std::chrono::seconds(60))) {
+    ASSERT_EQ(e.exit_code, 0) << testing::ReadText(dir + "/rank0.err")
+                              << testing::ReadText(dir + "/rank1.err");
+  }
+  for (int r = 0; r < 2; ++r) {
+    std::istringstream in(testing::ReadText(dir + "/dqn.rank" + std::to_string(r) + ".txt"));
+    int64_t items = 0;
+    double first = 0, last = 0;
+    in >> items >> first >> last;
+    EXPECT_EQ(items, 201 * 32) << r;  // 200 updates + the prefetched next batch
+    EXPECT_GT(first, 0.5) << r;
+    EXPECT_LT(last, 0.5 * first) << r << ": first " << first << " last " << last;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(WeightsBroadcasterTest, PartsModeOffsetsFixedPortsByTheRank) {

@@ -6,6 +6,10 @@
 //   ckpt_resume: loads the newest checkpoint under <dir>/ckpt at this world
 //     size, trains steps [5, 10) and writes <dir>/w<W>.*.bin and the
 //     optimizer step to <dir>/w<W>.step.
+//   dqn_replay: rank 0 hosts an in-process CartPole replay shard; every
+//     rank runs a DqnLearner on it (its own sampler, batch 64 / W) with a
+//     frozen target for 200 updates; each rank writes "<items sampled>
+//     <first mean |td|> <last mean |td|>" to <dir>/dqn.rank<r>.txt.
 //   publish: every rank publishes its part (parts mode) and rank 0 the full
 //     model (full mode); rank 0 subscribes to all of them, merges the parts
 //     and writes "<full equal> <parts equal> <num parts>" to <dir>/publish.txt.
@@ -16,8 +20,11 @@
 #include <fstream>
 
 #include "learner/checkpoint.h"
+#include "learner/dqn_learner.h"
+#include "learner/testing/cartpole_replay.h"
 #include "learner/testing/harness.h"
 #include "learner/weights_broadcaster.h"
+#include "models/q_networks.h"
 #include "models/weights_parts.h"
 #include "models/weights_wire.h"
 #include "rpc/broadcast.h"
@@ -122,11 +129,42 @@ void Publish(std::shared_ptr<Communicator> comm, const std::string& dir) {
   Barrier(*comm);  // keeps every publisher up until rank 0 has read them
 }
 
+void DqnWithReplay(std::shared_ptr<Communicator> comm, const std::string& dir) {
+  std::unique_ptr<CartPoleReplay> replay;
+  if (comm->rank() == 0) {
+    replay = std::make_unique<CartPoleReplay>(2000);
+    std::ofstream(dir + "/replay.tmp") << replay->endpoint() << "\n";
+    std::filesystem::rename(dir + "/replay.tmp", dir + "/replay");
+  }
+  Barrier(*comm);
+  DqnLearnerOptions o;
+  o.batch_size = 64;
+  o.model.optimizer.lr = 5e-3;
+  o.model.optimizer.max_grad_norm = 10;
+  o.model.seed = 3;
+  o.target_tau = 0;
+  o.target_update_interval = 1000000;
+  o.publish_interval = 0;
+  o.log_interval = std::chrono::milliseconds(0);
+  std::getline(std::ifstream(dir + "/replay"), o.sampler.endpoints.emplace_back());
+  DqnLearner learner(models::MakeMlpSpec(models::MlpOptions{}), o, comm);
+  for (int i = 0; i < 10; ++i) learner.Update();
+  const double first = learner.TakeMetrics().mean_abs_td;
+  for (int i = 0; i < 180; ++i) learner.Update();
+  learner.TakeMetrics();
+  for (int i = 0; i < 10; ++i) learner.Update();
+  const double last = learner.TakeMetrics().mean_abs_td;
+  std::ofstream(dir + "/dqn.rank" + std::to_string(comm->rank()) + ".txt")
+      << learner.sampler().stats().items << " " << first << " " << last;
+  Barrier(*comm);  // rank 0's replay shard stays up until every rank is done
+}
+
 }  // namespace
 
 void RunDqnScenario(const std::string& scenario, std::shared_ptr<Communicator> comm,
                     const std::string& dir) {
   if (scenario == "publish") return Publish(comm, dir);
+  if (scenario == "dqn_replay") return DqnWithReplay(comm, dir);
   const models::ModelSpec spec = CaseSpec("mlp");
   ShardedModel model(spec, CheckpointCaseOptions(), comm);
   std::unique_ptr<ShardedModel> target = model.MakeTarget();
