@@ -128,16 +128,9 @@ void RunLearner(const LearnerArgs& args) {
   int signal_number = 0;
   bool stop = false;
   while (!stop && (max_updates == 0 || dqn.updates() < max_updates)) {
-    try {
-      dqn.Update();
-    } catch (const DeadlineExceeded& e) {
-      // Replay not ready yet (below min_size_to_sample, or rate limited):
-      // sampling comes before any collective, so every rank can retry.
-      spdlog::warn("waiting for replay: {}", e.what());
-      if (StopRequested(stop_signals, &signal_number)) break;
-      continue;
-    } catch (const Unavailable& e) {
-      spdlog::warn("waiting for replay: {}", e.what());
+    if (!dqn.Update()) {
+      // Replay had no batch in time (not filled yet, or rate limited);
+      // nothing collective happened, so every rank can retry.
       if (StopRequested(stop_signals, &signal_number)) break;
       continue;
     }

@@ -139,11 +139,20 @@ void DqnLearner::UpdateTarget() {
   }
 }
 
-void DqnLearner::Update() {
+bool DqnLearner::Update() {
   if (!sampler_) throw FailedPrecondition("learner: no replay endpoints");
   const auto t0 = Clock::now();
   // Keeps the sampled bytes alive while the tensors view them.
-  const replay::SampledBatch batch = NextBatch();
+  replay::SampledBatch batch;
+  try {
+    batch = NextBatch();
+  } catch (const DeadlineExceeded& e) {
+    spdlog::warn("rank {}: waiting for replay: {}", comm_->rank(), e.what());
+    return false;
+  } catch (const Unavailable& e) {
+    spdlog::warn("rank {}: waiting for replay: {}", comm_->rank(), e.what());
+    return false;
+  }
   sum_sample_s_ += Seconds(Clock::now() - t0);
   if (options_.prefetch) {
     prefetched_ = std::async(std::launch::async, [this] { return sampler_->Sample(local_batch_); });
@@ -164,6 +173,7 @@ void DqnLearner::Update() {
     SaveCheckpoint();
   }
   MaybeLog();
+  return true;
 }
 
 replay::SampledBatch DqnLearner::NextBatch() {

@@ -65,10 +65,13 @@ class DqnLearner {
   std::optional<std::string> Resume();
 
   // Samples this rank's share, trains, sends priorities, updates the
-  // target, and publishes / checkpoints when due. Blocks on replay up to
-  // the sampler's timeout (DeadlineExceeded, Unavailable) and on the other
-  // ranks up to the group's timeout.
-  void Update();
+  // target, and publishes / checkpoints when due. Returns false, having
+  // issued no collective and changed nothing, when replay could not provide
+  // a batch within the sampler's timeout (DeadlineExceeded: below
+  // min_size_to_sample or rate limited; Unavailable: no shard up): every
+  // rank may then retry. Collective errors (a rank died: Unavailable,
+  // DeadlineExceeded after the group's timeout) propagate.
+  bool Update();
 
   // Trains on one already-sampled batch (this rank's share); returns the
   // new priorities (|TD| + epsilon, one per row). Does not touch replay or
