@@ -29,7 +29,8 @@ TEST(DqnLossTest, DoubleQTargetHuberAndIsWeightsMatchHandComputation) {
   b.weights = T({0.5, 1});
   DqnLossOptions o;
   o.priority_epsilon = 0.01;
-  DqnLossResult r = DqnLoss(q, T({0, 5, 7, 1}).view({2, 2}), T({10, 20, 30, 40}).view({2, 2}), b, o);
+  DqnLossResult r =
+      DqnLoss(q, T({0, 5, 7, 1}).view({2, 2}), T({10, 20, 30, 40}).view({2, 2}), b, o);
   EXPECT_DOUBLE_EQ(r.loss.item<double>(), 3.875);
   EXPECT_TRUE(at::allclose(r.td_error, T({10, -3.5})));
   EXPECT_TRUE(at::allclose(r.priorities, T({10.01, 3.51})));
