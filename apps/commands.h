@@ -18,4 +18,8 @@ void AddReplayCommand(CLI::App& app);
 // `rlswarm actor --config FILE --actor-id I [--num-actors N] ...`
 void AddActorCommand(CLI::App& app);
 
+// `rlswarm learner --config FILE [--rank R --world-size W --master-addr A
+// --master-port P] [--weights-endpoint-file F] [section.key=value ...]`
+void AddLearnerCommand(CLI::App& app);
+
 }  // namespace rlswarm::apps

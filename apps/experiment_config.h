@@ -12,6 +12,7 @@
 
 #include "apps/actor_section.h"
 #include "apps/config_reader.h"
+#include "apps/learner_section.h"
 #include "apps/model_section.h"
 #include "apps/replay_section.h"
 #include "envs/registry.h"
@@ -114,6 +115,7 @@ struct ExperimentConfig {
   SecuritySection security;
   ReplaySection replay;
   ModelSection model;
+  LearnerSection learner;
   ActorSection actor;
 
   template <class V>
@@ -124,6 +126,7 @@ struct ExperimentConfig {
     v.Section("security", security);
     v.Section("replay", replay);
     v.Section("model", model);
+    v.Section("learner", learner);
     v.Section("actor", actor);
   }
 

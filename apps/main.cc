@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   rlswarm::apps::AddEvaluateCommand(app);
   rlswarm::apps::AddKeygenCommand(app);
   rlswarm::apps::AddReplayCommand(app);
+  rlswarm::apps::AddLearnerCommand(app);
   rlswarm::apps::AddActorCommand(app);
   try {
     app.parse(argc, argv);

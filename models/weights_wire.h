@@ -8,7 +8,7 @@
 //
 // A blob holds either the whole model (shard 0 of 1) or one rank's part of
 // it (a learner option publishes per rank so that no rank gathers the full
-// model; a subscriber merges the parts of one version with MergeWeights).
+// model; a subscriber merges the parts of one version with MergeWeightParts, weights_parts.h).
 // Encoding keeps a contiguous CPU tensor alive as the frame's owner (no
 // copy for CPU float32/float64 tensors); decoding wraps the received frames
 // (no copy). bfloat16/half tensors travel as float32.

@@ -10,6 +10,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,11 @@ std::vector<WorkerExit> RunWorkers(const std::string& scenario, int world_size,
 
 // The worker side: argv after `--rlswarm-worker`. Returns the exit code.
 int WorkerMain(int argc, char** argv);
+
+// The checkpoint and publishing scenarios (dqn_scenarios.cc): "ckpt_save",
+// "ckpt_resume", "publish".
+void RunDqnScenario(const std::string& scenario, std::shared_ptr<Communicator> comm,
+                    const std::string& dir);
 
 // One configuration trained identically by the workers and the reference.
 struct TrainCase {

@@ -133,6 +133,12 @@ int WorkerMain(int argc, char** argv) {
       Die(a, false);
     } else if (a.scenario == "die_in_backward") {
       Die(a, true);
+    } else if (a.scenario.rfind("ckpt_", 0) == 0 || a.scenario == "publish" ||
+               a.scenario == "dqn_replay") {
+      ProcessGroupHandle pg = Join(a, std::chrono::milliseconds(20000));
+      RunDqnScenario(a.scenario,
+                     std::make_shared<Communicator>(pg.group, a.rank, a.world_size, pg.timeout),
+                     a.dir);
     } else {
       return 2;
     }

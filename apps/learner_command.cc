@@ -1,0 +1,175 @@
+// `rlswarm learner`: runs one rank of the Ape-X DQN learner until SIGTERM,
+// SIGINT or learner.max_updates, then writes a last checkpoint (when
+// learner.checkpoint_dir is set) and exits 0. Resumes from the newest valid
+// checkpoint in learner.checkpoint_dir at start.
+
+#include <ATen/Parallel.h>
+#include <malloc.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "apps/commands.h"
+#include "apps/experiment_config.h"
+#include "common/logging.h"
+#include "learner/dqn_learner.h"
+#include "learner/env_rendezvous.h"
+
+namespace rlswarm::apps {
+namespace {
+
+struct LearnerArgs {
+  std::string config_file;
+  int rank = -1;  // -1: from the environment (torchrun, Slurm) or 0
+  int world_size = -1;
+  std::string master_addr;
+  int master_port = -1;
+  std::string weights_endpoint_file;
+  bool print_config = false;
+  std::vector<std::string> overrides;
+};
+
+// Written to a temporary file and renamed, so a reader never sees half.
+void WriteEndpointsFile(const std::string& path, const learner::WeightsBroadcaster& b) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << b.endpoint() << "\n" << b.snapshot_endpoint() << "\n";
+    if (!out) throw Unavailable("cannot write the endpoint file " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+learner::RendezvousOptions RendezvousFrom(const LearnerArgs& args, const ExperimentConfig& config) {
+  learner::RendezvousOptions o = learner::RendezvousOptionsFromEnv(
+      [](const char* name) -> std::optional<std::string> {
+        const char* value = std::getenv(name);
+        return value ? std::optional<std::string>(value) : std::nullopt;
+      },
+      config.learner.ToRendezvousDefaults());
+  // torchrun's agent already hosts the TCPStore at MASTER_ADDR:MASTER_PORT
+  // and says so; rank 0 then connects like the others.
+  const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  if (agent_store && std::string(agent_store) == "True") o.host_store = false;
+  if (args.rank >= 0) o.rank = args.rank;
+  if (args.world_size >= 1) o.world_size = args.world_size;
+  if (!args.master_addr.empty()) o.master_addr = args.master_addr;
+  if (args.master_port >= 0) o.master_port = static_cast<uint16_t>(args.master_port);
+  o.Validate();
+  return o;
+}
+
+// True when SIGTERM or SIGINT is pending (they are blocked, so nothing else
+// consumes them); never blocks.
+bool StopRequested(const sigset_t& stop_signals, int* signal_number) {
+  timespec zero{0, 0};
+  const int s = sigtimedwait(&stop_signals, nullptr, &zero);
+  if (s > 0) *signal_number = s;
+  return s > 0;
+}
+
+void RunLearner(const LearnerArgs& args) {
+  ExperimentConfig config = ExperimentConfig::Load(args.config_file, args.overrides);
+  if (args.print_config) {
+    std::cout << config.ToYaml();
+    return;
+  }
+  // Blocked before any thread starts (every thread inherits the mask), so
+  // the signals stay pending until the training loop polls them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  // Keep freed gathered parameters, gradients and batch buffers in the heap
+  // instead of giving them back to the OS and faulting them in again every
+  // update (learner/README.md, "Process settings"; as bench/learner_bench.cc).
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // The models are small: one intra-op thread per rank, ranks share cores.
+  at::set_num_threads(1);
+
+  const learner::RendezvousOptions rendezvous = RendezvousFrom(args, config);
+  InitLogging("learner-" + std::to_string(rendezvous.rank), ParseLogLevel(config.log.level));
+
+  std::shared_ptr<learner::Communicator> comm;
+  learner::ProcessGroupHandle group;  // the store must outlive the group
+  if (rendezvous.world_size == 1) {
+    comm = std::make_shared<learner::Communicator>();  // no store, no group
+  } else {
+    group = learner::Rendezvous(rendezvous);
+    comm = std::make_shared<learner::Communicator>(group.group, group.rank, group.world_size,
+                                                   group.timeout);
+  }
+  learner::DqnLearnerOptions options = config.learner.ToLearnerOptions(
+      config.replay.ToSamplerOptions(config.security.ToClientOptions()),
+      config.security.ToServerOptions());
+  learner::DqnLearner dqn(config.ModelSpec(), options, comm);
+  if (auto dir = dqn.Resume()) spdlog::info("resumed from {} at update {}", *dir, dqn.updates());
+
+  if (options.publish_interval > 0 && dqn.broadcaster().publishes()) {
+    spdlog::info("weights on {} (snapshot {})", dqn.broadcaster().endpoint(),
+                 dqn.broadcaster().snapshot_endpoint());
+    if (!args.weights_endpoint_file.empty()) {
+      std::string path = args.weights_endpoint_file;
+      if (rendezvous.rank > 0) path += ".rank" + std::to_string(rendezvous.rank);
+      WriteEndpointsFile(path, dqn.broadcaster());
+    }
+  }
+
+  const int64_t max_updates = config.learner.max_updates;
+  const int64_t check_every = config.learner.stop_check_interval;
+  int signal_number = 0;
+  bool stop = false;
+  while (!stop && (max_updates == 0 || dqn.updates() < max_updates)) {
+    if (!dqn.Update()) {
+      // Replay had no batch in time (not filled yet, or rate limited);
+      // nothing collective happened, so every rank can retry.
+      if (StopRequested(stop_signals, &signal_number)) break;
+      continue;
+    }
+    if (dqn.updates() % check_every == 0) {
+      stop = dqn.AgreeToStop(StopRequested(stop_signals, &signal_number));
+    }
+  }
+  if (signal_number != 0) {
+    spdlog::info("{}: stopping at update {}", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
+                 dqn.updates());
+  }
+  const learner::LearnerMetrics m = dqn.TakeMetrics();
+  spdlog::info("{} updates; last interval {:.1f} updates/s, loss {:.4g}, mean |td| {:.4g}",
+               m.updates, m.updates_per_sec, m.loss, m.mean_abs_td);
+  if (!options.checkpoint_dir.empty()) {
+    spdlog::info("checkpoint {}", dqn.SaveCheckpoint());
+  }
+}
+
+}  // namespace
+
+void AddLearnerCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("learner", "Run one rank of the Ape-X DQN learner");
+  auto args = std::make_shared<LearnerArgs>();
+  cmd->add_option("--config", args->config_file, "Experiment config (YAML)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--rank", args->rank, "This rank (default: RANK / SLURM_PROCID, or 0)");
+  cmd->add_option("--world-size", args->world_size,
+                  "Number of ranks (default: WORLD_SIZE / SLURM_NTASKS, or 1)");
+  cmd->add_option("--master-addr", args->master_addr,
+                  "Rendezvous address (default: MASTER_ADDR, or learner.master_addr)");
+  cmd->add_option("--master-port", args->master_port,
+                  "Rendezvous port (default: MASTER_PORT, or learner.master_port)");
+  cmd->add_option("--weights-endpoint-file", args->weights_endpoint_file,
+                  "Write the weights PUB and snapshot endpoints (two lines) to this file "
+                  "(parts mode: rank r > 0 writes FILE.rank<r>)");
+  cmd->add_flag("--print-config", args->print_config, "Print the resolved config and exit");
+  cmd->add_option("overrides", args->overrides, "Config overrides: section.key=value ...");
+  cmd->callback([args] { RunLearner(*args); });
+}
+
+}  // namespace rlswarm::apps

@@ -1,0 +1,57 @@
+#include "apps/learner_section.h"
+
+#include "learner/dqn_learner_options.h"
+#include "learner/rendezvous.h"
+
+namespace rlswarm::apps {
+
+void LearnerSection::Check(const std::string& file) const {
+  const std::string where =
+      (file.empty() ? std::string("<defaults>") : file) + ": section 'learner': ";
+  if (checkpoint_interval > 0 && checkpoint_dir.empty()) {
+    throw ConfigError(where + "checkpoint_interval needs checkpoint_dir");
+  }
+}
+
+learner::DqnLearnerOptions LearnerSection::ToLearnerOptions(
+    const replay::ReplaySamplerOptions& sampler,
+    const rpc::SecurityOptions& server_security) const {
+  learner::DqnLearnerOptions o;
+  o.batch_size = batch_size;
+  o.model.optimizer.kind = learner::ParseOptimizerKind(optimizer);
+  o.model.optimizer.lr = lr;
+  o.model.optimizer.max_grad_norm = max_grad_norm;
+  o.model.sharding.strategy = learner::ParseShardingStrategy(strategy);
+  o.model.sharding.layers_per_unit.assign(layers_per_unit.begin(), layers_per_unit.end());
+  o.model.sharding.mixed_precision =
+      learner::MixedPrecisionPolicy::Uniform(dtype == "float64" ? at::kDouble : at::kFloat);
+  o.model.seed = seed;
+  o.loss.huber_delta = huber_delta;
+  o.loss.priority_epsilon = priority_epsilon;
+  o.loss.double_q = double_q;
+  o.target_tau = target_tau;
+  o.target_update_interval = target_update_interval;
+  o.publish_interval = publish_interval;
+  o.publishing.mode = learner::ParsePublishMode(publish_mode);
+  o.publishing.publisher.endpoint = weights_endpoint;
+  o.publishing.publisher.snapshot_endpoint = weights_snapshot_endpoint;
+  o.publishing.publisher.security = server_security;
+  o.publishing.publisher.name = "weights";
+  o.checkpoint_dir = checkpoint_dir;
+  o.checkpoint_interval = checkpoint_interval;
+  o.keep_checkpoints = static_cast<int>(keep_checkpoints);
+  o.sampler = sampler;
+  o.prefetch = prefetch;
+  o.log_interval = std::chrono::milliseconds(static_cast<int64_t>(log_interval_s * 1000));
+  return o;
+}
+
+learner::RendezvousOptions LearnerSection::ToRendezvousDefaults() const {
+  learner::RendezvousOptions o;
+  o.master_addr = master_addr;
+  o.master_port = static_cast<uint16_t>(master_port);
+  o.timeout = std::chrono::milliseconds(static_cast<int64_t>(rendezvous_timeout_s * 1000));
+  return o;
+}
+
+}  // namespace rlswarm::apps

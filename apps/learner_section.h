@@ -1,0 +1,120 @@
+#pragma once
+
+// The `learner` section of an experiment config: the Ape-X DQN learner
+// (learner/dqn_learner.h) of every rank, its sharding, the weights it
+// publishes and its checkpoints. Defaults follow shared/BASELINES.md
+// (CartPole: Adam lr 5e-3, global batch 128, Huber, clip 10, Polyak 0.01,
+// double DQN).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "apps/config_reader.h"
+#include "rpc/security.h"
+
+// Declared only: experiment_config.h includes this header, and the apps that
+// do not run a learner should not compile LibTorch's headers.
+namespace rlswarm::learner {
+struct DqnLearnerOptions;
+struct RendezvousOptions;
+}  // namespace rlswarm::learner
+namespace rlswarm::replay {
+struct ReplaySamplerOptions;
+}  // namespace rlswarm::replay
+
+namespace rlswarm::apps {
+
+struct LearnerSection {
+  std::int64_t batch_size = 128;
+  std::string optimizer = "adam";
+  double lr = 5e-3;
+  double max_grad_norm = 10;
+  double target_tau = 0.01;
+  std::int64_t target_update_interval = 100;
+  bool double_q = true;
+  double huber_delta = 1;
+  double priority_epsilon = 1e-6;
+  std::string strategy = "full_shard";
+  std::vector<std::int64_t> layers_per_unit;
+  std::string dtype = "float32";
+  std::uint64_t seed = 0;
+  std::int64_t max_updates = 0;
+  bool prefetch = true;
+  std::int64_t publish_interval = 10;
+  std::string publish_mode = "full";
+  std::string weights_endpoint = "tcp://127.0.0.1:*";
+  std::string weights_snapshot_endpoint = "tcp://127.0.0.1:*";
+  std::string checkpoint_dir;
+  std::int64_t checkpoint_interval = 0;
+  std::int64_t keep_checkpoints = 2;
+  double log_interval_s = 10;
+  std::int64_t stop_check_interval = 16;
+  std::string master_addr = "127.0.0.1";
+  std::int64_t master_port = 29500;
+  double rendezvous_timeout_s = 60;
+
+  template <class V>
+  void Visit(V& v) {
+    v.Field("batch_size", batch_size, "global batch; each of W ranks samples batch_size / W",
+            Bounds{1, 1 << 20});
+    v.Choice("optimizer", optimizer, "optimizer", {"adam", "rmsprop"});
+    v.Field("lr", lr, "learning rate", Bounds{1e-12, 10});
+    v.Field("max_grad_norm", max_grad_norm, "clip the global gradient norm; 0 = off",
+            Bounds{0, 1e12});
+    v.Field("target_tau", target_tau,
+            "Polyak averaging of the target net per update; 0 = hard copy every "
+            "target_update_interval updates",
+            Bounds{0, 1});
+    v.Field("target_update_interval", target_update_interval,
+            "updates between hard target copies (when target_tau is 0)", Bounds{1, 1e12});
+    v.Field("double_q", double_q, "double Q-learning targets (Ape-X)");
+    v.Field("huber_delta", huber_delta, "Huber loss threshold", Bounds{1e-12, 1e12});
+    v.Field("priority_epsilon", priority_epsilon, "new priority = |TD error| + this",
+            Bounds{0, 1e6});
+    v.Choice("strategy", strategy, "sharding strategy",
+             {"full_shard", "shard_grad_op", "no_shard"});
+    v.Field("layers_per_unit", layers_per_unit,
+            "sharding units: consecutive layers per unit (e.g. [3]: the CartPole MLP as one "
+            "unit, one all-gather per forward); empty = one unit per layer");
+    v.Choice("dtype", dtype, "parameter, gradient and master dtype", {"float32", "float64"});
+    v.Field("seed", seed, "model init seed (replay sampling uses replay.seed and the rank)");
+    v.Field("max_updates", max_updates, "stop after this many updates; 0 = until SIGTERM",
+            Bounds{0, 1e15});
+    v.Field("prefetch", prefetch, "sample the next batch while the current one trains");
+    v.Field("publish_interval", publish_interval, "publish the weights every N updates; 0 = never",
+            Bounds{0, 1e12});
+    v.Choice("publish_mode", publish_mode,
+             "full: rank 0 publishes the gathered model; parts: every rank its own shard",
+             {"full", "parts"});
+    v.Field("weights_endpoint", weights_endpoint,
+            "PUB endpoint of the weights (tcp://host:* picks a port; parts: port + rank)");
+    v.Field("weights_snapshot_endpoint", weights_snapshot_endpoint,
+            "snapshot endpoint of the weights (late joiners; parts: port + rank)");
+    v.Field("checkpoint_dir", checkpoint_dir,
+            "sharded checkpoints (<dir>/update-N); resumed from at start; empty = none");
+    v.Field("checkpoint_interval", checkpoint_interval,
+            "updates between checkpoints; 0 = only on SIGTERM/SIGINT and at max_updates",
+            Bounds{0, 1e12});
+    v.Field("keep_checkpoints", keep_checkpoints, "complete checkpoints kept", Bounds{1, 1000});
+    v.Field("log_interval_s", log_interval_s, "seconds between metric logs; 0 = never",
+            Bounds{0, 1e9});
+    v.Field("stop_check_interval", stop_check_interval,
+            "updates between the ranks' agreement on stopping (one tiny all-reduce)",
+            Bounds{1, 1e9});
+    v.Field("master_addr", master_addr, "rendezvous address (MASTER_ADDR overrides)");
+    v.Field("master_port", master_port, "rendezvous port (MASTER_PORT overrides)",
+            Bounds{0, 65535});
+    v.Field("rendezvous_timeout_s", rendezvous_timeout_s,
+            "bound on the rendezvous and on every collective", Bounds{0.001, 1e6});
+  }
+
+  // Throws ConfigError (naming `file`) for options that are invalid together.
+  void Check(const std::string& file) const;
+  // The learner's options; `sampler` comes from the replay section.
+  learner::DqnLearnerOptions ToLearnerOptions(const replay::ReplaySamplerOptions& sampler,
+                                              const rpc::SecurityOptions& server_security) const;
+  learner::RendezvousOptions ToRendezvousDefaults() const;
+};
+
+}  // namespace rlswarm::apps

@@ -1,0 +1,154 @@
+#include "learner/checkpoint.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/errors.h"
+#include "learner/testing/harness.h"
+#include "models/q_network.h"
+#include "models/q_networks.h"
+
+namespace rlswarm::learner {
+namespace {
+
+namespace fs = std::filesystem;
+namespace th = testing;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "learner_ckpt_XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+double MaxDiff(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size() || a.empty()) return 1e300;
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+// Saved by 2 ranks after 5 steps; resumed at 1 and 3 ranks for 5 more steps,
+// online and target parameters and Adam's state (hence the next steps) match
+// the 2-rank run that went on without stopping.
+TEST(ShardedCheckpointTest, SavedAtTwoRanksContinuesIdenticallyAtOneAndThreeRanks) {
+  TempDir dir;
+  for (const auto& e : th::RunWorkers("ckpt_save", 2, dir.path(), std::chrono::seconds(60))) {
+    ASSERT_EQ(e.exit_code, 0) << th::ReadText(dir.path() + "/rank0.err")
+                              << th::ReadText(dir.path() + "/rank1.err");
+  }
+  const std::vector<double> online = th::ReadDoubles(dir.path() + "/ref.online.bin");
+  const std::vector<double> target = th::ReadDoubles(dir.path() + "/ref.target.bin");
+  for (int world : {1, 3}) {
+    for (const auto& e :
+         th::RunWorkers("ckpt_resume", world, dir.path(), std::chrono::seconds(60))) {
+      ASSERT_EQ(e.exit_code, 0) << th::ReadText(dir.path() + "/rank0.err");
+    }
+    const std::string prefix = dir.path() + "/w" + std::to_string(world);
+    EXPECT_LT(MaxDiff(th::ReadDoubles(prefix + ".online.bin"), online), 1e-10) << world;
+    EXPECT_LT(MaxDiff(th::ReadDoubles(prefix + ".target.bin"), target), 1e-10) << world;
+    EXPECT_EQ(th::ReadText(prefix + ".step"), "10");
+  }
+}
+
+// Each rank of 2 (full_shard) publishes only its part; the parts of one
+// version merge into exactly the full parameters, which rank 0's full-mode
+// publisher sends as one blob.
+TEST(WeightsPublishingTest, PerRankPartsReassembleToTheFullParameters) {
+  TempDir dir;
+  for (const auto& e : th::RunWorkers("publish", 2, dir.path(), std::chrono::seconds(60))) {
+    ASSERT_EQ(e.exit_code, 0) << th::ReadText(dir.path() + "/rank0.err");
+  }
+  EXPECT_EQ(th::ReadText(dir.path() + "/publish.txt"), "1 1 2");
+}
+
+struct World1 {
+  models::ModelSpec spec = models::MakeMlpSpec(models::MlpOptions{});
+  std::shared_ptr<Communicator> comm = std::make_shared<Communicator>();
+  ShardedModel model{spec, ShardedModelOptions{}, comm};
+  std::unique_ptr<ShardedModel> target = model.MakeTarget();
+
+  void Train(int steps) {
+    for (int i = 0; i < steps; ++i) {
+      model.ZeroGrad();
+      model.Forward(at::randn({8, 4})).pow(2).mean().backward();
+      model.Step();
+    }
+  }
+};
+
+TEST(ShardedCheckpointTest, EvaluationLoadsTheOnlineParametersWithoutAProcessGroup) {
+  TempDir dir;
+  World1 w;
+  w.Train(3);
+  SaveCheckpoint(dir.path(), w.model, w.target.get(), {3, 0});
+  const models::NamedTensors loaded = LoadCheckpointParameters(dir.path());
+  const models::NamedTensors full = w.model.FullParameters();
+  ASSERT_EQ(loaded.size(), full.size());
+  for (size_t i = 0; i < full.size(); ++i) {
+    EXPECT_EQ(loaded[i].first, full[i].first);
+    EXPECT_TRUE(at::equal(loaded[i].second, full[i].second));
+  }
+  models::QNetwork net(w.spec, /*seed=*/99);
+  net.LoadParameters(loaded);  // the unsharded model evaluation runs
+  EXPECT_THROW(LoadCheckpointParameters(dir.path() + "/nothing"), NotFound);
+}
+
+TEST(ShardedCheckpointTest, CorruptOrIncompleteCheckpointsAreSkipped) {
+  TempDir dir;
+  World1 w;
+  w.Train(1);
+  SaveCheckpoint(dir.path(), w.model, w.target.get(), {1, 0}, /*keep=*/0);
+  const models::NamedTensors at1 = w.model.FullParameters();
+  w.Train(1);
+  const std::string second = SaveCheckpoint(dir.path(), w.model, w.target.get(), {2, 0}, 0);
+  w.Train(1);
+  const std::string third = SaveCheckpoint(dir.path(), w.model, w.target.get(), {3, 0}, 0);
+  ASSERT_EQ(FindLatestCheckpoint(dir.path()), third);
+
+  // A flipped byte in the data: the CRC-32 catches it.
+  {
+    std::fstream f(third + "/shard-0.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(17);
+    f.put('\x5a');
+  }
+  ASSERT_TRUE(ValidateCheckpoint(third).has_value());
+  EXPECT_THROW(ReadCheckpointSections(third, nullptr), DataLoss);
+  // A save that died before its manifest.
+  fs::remove(second + "/manifest.json");
+  EXPECT_EQ(FindLatestCheckpoint(dir.path()), dir.path() + "/update-000000000001");
+
+  World1 fresh;
+  EXPECT_EQ(LoadCheckpoint(*FindLatestCheckpoint(dir.path()), fresh.model, fresh.target.get())
+                .update_count,
+            1);
+  const models::NamedTensors loaded = fresh.model.FullParameters();
+  for (size_t i = 0; i < at1.size(); ++i) EXPECT_TRUE(at::equal(loaded[i].second, at1[i].second));
+  EXPECT_EQ(fresh.model.optimizer().step(), 1);
+}
+
+TEST(ShardedCheckpointTest, OnlyTheNewestKeepCheckpointsRemain) {
+  TempDir dir;
+  World1 w;
+  for (int u = 1; u <= 4; ++u) SaveCheckpoint(dir.path(), w.model, w.target.get(), {u, 0}, 2);
+  int count = 0;
+  for (const auto& e : fs::directory_iterator(dir.path())) count += e.is_directory();
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(FindLatestCheckpoint(dir.path()), dir.path() + "/update-000000000004");
+}
+
+}  // namespace
+}  // namespace rlswarm::learner

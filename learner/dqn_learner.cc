@@ -1,0 +1,241 @@
+#include "learner/dqn_learner.h"
+
+#include <ATen/ATen.h>
+#include <spdlog/spdlog.h>
+
+#include "common/errors.h"
+#include "replay/service/transition.h"
+
+namespace rlswarm::learner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+at::ScalarType ToScalarType(DType dtype) {
+  switch (dtype) {
+    case DType::kBool:
+      return at::kBool;
+    case DType::kUInt8:
+      return at::kByte;
+    case DType::kInt32:
+      return at::kInt;
+    case DType::kInt64:
+      return at::kLong;
+    case DType::kFloat32:
+      return at::kFloat;
+    case DType::kFloat64:
+      return at::kDouble;
+  }
+  throw InvalidArgument("learner: unknown dtype");
+}
+
+// A view of a sampled field's bytes (no copy): valid while `batch` lives.
+at::Tensor FieldTensor(const replay::SampledBatch& batch, const char* name) {
+  for (const replay::SampledField& f : batch.fields) {
+    if (f.name == name) {
+      return at::from_blob(f.data.get(), f.shape, at::TensorOptions().dtype(ToScalarType(f.dtype)));
+    }
+  }
+  throw InvalidArgument(std::string("learner: sampled batch has no field '") + name + "'");
+}
+
+// SplitMix64 finaliser: decorrelates the per-rank sampler seeds.
+uint64_t Mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+DqnLearner::DqnLearner(models::ModelSpec spec, DqnLearnerOptions options,
+                       std::shared_ptr<Communicator> comm)
+    : spec_(std::move(spec)), options_(std::move(options)), comm_(std::move(comm)) {
+  options_.Validate(spec_, comm_->world_size());
+  local_batch_ = options_.batch_size / comm_->world_size();
+  online_ = std::make_unique<ShardedModel>(spec_, options_.model, comm_);
+  target_ = online_->MakeTarget();
+  if (options_.publish_interval > 0) {
+    broadcaster_ = std::make_unique<WeightsBroadcaster>(options_.publishing, *online_);
+  }
+  ResetSampler();
+  interval_start_ = last_log_ = Clock::now();
+}
+
+DqnLearner::~DqnLearner() = default;
+
+void DqnLearner::ResetSampler() {
+  if (prefetched_.valid()) prefetched_.wait();
+  prefetched_ = {};
+  if (options_.sampler.endpoints.empty()) return;  // TrainOn only (tests)
+  replay::ReplaySamplerOptions o = options_.sampler;
+  o.seed = Mix(Mix(o.seed ^ static_cast<uint64_t>(comm_->rank()) << 32) +
+               static_cast<uint64_t>(updates_));
+  sampler_ = std::make_unique<replay::ReplaySampler>(o);
+}
+
+std::optional<std::string> DqnLearner::Resume() {
+  std::optional<std::string> dir = FindLatestCheckpoint(options_.checkpoint_dir);
+  if (!dir) return std::nullopt;
+  const CheckpointProgress progress = LoadCheckpoint(*dir, *online_, target_.get());
+  updates_ = progress.update_count;
+  published_version_ = static_cast<uint64_t>(updates_);  // versions must keep rising
+  ResetSampler();
+  return dir;
+}
+
+std::vector<double> DqnLearner::TrainOn(const replay::SampledBatch& batch) {
+  const auto t0 = Clock::now();
+  const at::ScalarType dtype = options_.model.sharding.mixed_precision.param_dtype;
+  const at::Device device = options_.model.device;
+  auto input = [&](const char* name) { return FieldTensor(batch, name).to(device, dtype); };
+  at::Tensor obs = input(replay::transition::kObservation);
+  at::Tensor next_obs = input(replay::transition::kNextObservation);
+  DqnTargets targets;
+  targets.action =
+      FieldTensor(batch, replay::transition::kAction).to(device, at::kLong).reshape(-1);
+  targets.reward = FieldTensor(batch, replay::transition::kReward).to(device).reshape(-1);
+  targets.discount = FieldTensor(batch, replay::transition::kDiscount).to(device).reshape(-1);
+  if (batch.weights.size() == static_cast<size_t>(batch.size())) {
+    targets.weights = at::from_blob(const_cast<double*>(batch.weights.data()), {batch.size()},
+                                    at::TensorOptions().dtype(at::kDouble))
+                          .to(device);
+  }
+
+  at::Tensor next_target;
+  {
+    at::NoGradGuard no_grad;
+    next_target = target_->Forward(next_obs);
+  }
+  online_->ZeroGrad();
+  // One online forward over [s; s'] instead of two: one set of all-gathers
+  // per unit when sharded. Q(s') is only used detached (double-Q's argmax),
+  // so its rows get a zero gradient.
+  const int64_t rows = obs.size(0);
+  at::Tensor both = online_->Forward(at::cat({obs, next_obs}));
+  at::Tensor q = both.narrow(0, 0, rows);
+  at::Tensor next_online = both.narrow(0, rows, rows).detach();
+  DqnLossResult result = DqnLoss(q, next_online, next_target, targets, options_.loss);
+  result.loss.backward();
+  online_->Step();
+
+  at::Tensor priorities = result.priorities.cpu().contiguous();
+  const double* p = priorities.data_ptr<double>();
+  sum_loss_ += result.loss.item<double>();
+  sum_abs_td_ += result.td_error.abs().mean().item<double>();
+  sum_grad_norm_ += online_->last_grad_norm();
+  sum_train_s_ += Seconds(Clock::now() - t0);
+  return std::vector<double>(p, p + priorities.numel());
+}
+
+void DqnLearner::UpdateTarget() {
+  if (options_.target_tau > 0) {
+    target_->PolyakUpdate(*online_, options_.target_tau);
+  } else if (updates_ % options_.target_update_interval == 0) {
+    target_->CopyFrom(*online_);
+  }
+}
+
+bool DqnLearner::Update() {
+  if (!sampler_) throw FailedPrecondition("learner: no replay endpoints");
+  const auto t0 = Clock::now();
+  // Keeps the sampled bytes alive while the tensors view them.
+  replay::SampledBatch batch;
+  try {
+    batch = NextBatch();
+  } catch (const DeadlineExceeded& e) {
+    spdlog::warn("rank {}: waiting for replay: {}", comm_->rank(), e.what());
+    return false;
+  } catch (const Unavailable& e) {
+    spdlog::warn("rank {}: waiting for replay: {}", comm_->rank(), e.what());
+    return false;
+  }
+  sum_sample_s_ += Seconds(Clock::now() - t0);
+  if (options_.prefetch) {
+    prefetched_ = std::async(std::launch::async, [this] { return sampler_->Sample(local_batch_); });
+  }
+  for (int64_t v : batch.policy_versions) {
+    if (v > 0) {
+      sum_staleness_ += static_cast<double>(updates_ - v);
+      ++staleness_items_;
+    }
+  }
+  const std::vector<double> priorities = TrainOn(batch);
+  sampler_->UpdatePriorities(batch.keys, priorities);
+  ++updates_;
+  ++interval_updates_;
+  UpdateTarget();
+  if (options_.publish_interval > 0 && updates_ % options_.publish_interval == 0) Publish();
+  if (options_.checkpoint_interval > 0 && updates_ % options_.checkpoint_interval == 0) {
+    SaveCheckpoint();
+  }
+  MaybeLog();
+  return true;
+}
+
+replay::SampledBatch DqnLearner::NextBatch() {
+  if (!prefetched_.valid()) return sampler_->Sample(local_batch_);
+  std::future<replay::SampledBatch> pending = std::move(prefetched_);
+  return pending.get();  // rethrows the sampler's DeadlineExceeded / Unavailable
+}
+
+std::string DqnLearner::SaveCheckpoint() {
+  if (options_.checkpoint_dir.empty()) throw FailedPrecondition("learner: no checkpoint_dir");
+  return learner::SaveCheckpoint(options_.checkpoint_dir, *online_, target_.get(),
+                                 CheckpointProgress{updates_, options_.model.seed},
+                                 options_.keep_checkpoints);
+}
+
+void DqnLearner::Publish() {
+  if (!broadcaster_ || static_cast<uint64_t>(updates_) <= published_version_) return;
+  broadcaster_->Publish(static_cast<uint64_t>(updates_));
+  published_version_ = static_cast<uint64_t>(updates_);
+}
+
+bool DqnLearner::AgreeToStop(bool local_stop) {
+  if (comm_->world_size() == 1) return local_stop;
+  at::Tensor flag = at::full({1}, local_stop ? 1.0f : 0.0f);
+  comm_->AllReduceSum(flag, "stop").Wait();
+  return flag.item<float>() > 0;
+}
+
+LearnerMetrics DqnLearner::TakeMetrics() {
+  const auto now = Clock::now();
+  LearnerMetrics m;
+  m.updates = updates_;
+  const double n = static_cast<double>(std::max<int64_t>(interval_updates_, 1));
+  const double elapsed = Seconds(now - interval_start_);
+  m.updates_per_sec = elapsed > 0 ? interval_updates_ / elapsed : 0;
+  m.loss = sum_loss_ / n;
+  m.mean_abs_td = sum_abs_td_ / n;
+  m.grad_norm = sum_grad_norm_ / n;
+  m.staleness = staleness_items_ ? sum_staleness_ / staleness_items_ : 0;
+  m.sample_seconds = sum_sample_s_ / n;
+  m.train_seconds = sum_train_s_ / n;
+  m.priority_updates_lost = sampler_ ? sampler_->stats().priority_updates_lost : 0;
+  interval_start_ = now;
+  interval_updates_ = 0;
+  sum_loss_ = sum_abs_td_ = sum_grad_norm_ = sum_staleness_ = 0;
+  staleness_items_ = 0;
+  sum_sample_s_ = sum_train_s_ = 0;
+  return m;
+}
+
+void DqnLearner::MaybeLog() {
+  if (options_.log_interval.count() <= 0) return;
+  const auto now = Clock::now();
+  if (now - last_log_ < options_.log_interval) return;
+  last_log_ = now;
+  const LearnerMetrics m = TakeMetrics();
+  spdlog::info(
+      "updates {} | {:.1f} updates/s | loss {:.4g} | mean |td| {:.4g} | grad norm {:.3g} | "
+      "staleness {:.1f} | sample {:.2f} ms, train {:.2f} ms per update | priority updates lost "
+      "{}",
+      m.updates, m.updates_per_sec, m.loss, m.mean_abs_td, m.grad_norm, m.staleness,
+      1e3 * m.sample_seconds, 1e3 * m.train_seconds, m.priority_updates_lost);
+}
+
+}  // namespace rlswarm::learner

@@ -1,0 +1,52 @@
+#pragma once
+
+// Options of the Ape-X DQN learner (dqn_learner.h). apps/learner_section.h
+// fills them from the `learner` section of an experiment config.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "learner/dqn_loss.h"
+#include "learner/sharded_model.h"
+#include "learner/weights_broadcaster.h"
+#include "replay/service/replay_sampler.h"
+
+namespace rlswarm::learner {
+
+struct DqnLearnerOptions {
+  // The global batch: each of the W ranks draws batch_size / W items.
+  int64_t batch_size = 128;
+  // Sharding, optimizer (kind, lr, max_grad_norm), init seed, device.
+  ShardedModelOptions model;
+  DqnLossOptions loss;
+  // Target network: Polyak averaging with this tau after every update when
+  // > 0; otherwise a hard copy every target_update_interval updates.
+  // shared/BASELINES.md: tau 0.01 or a copy every ~100 updates.
+  double target_tau = 0.01;
+  int64_t target_update_interval = 100;
+  // Publish the weights every this many updates; 0 = never.
+  int64_t publish_interval = 10;
+  WeightsPublishingOptions publishing;
+  // Where checkpoints go ("" = none) and every how many updates (0 = only
+  // when asked, e.g. on SIGTERM); complete checkpoints kept.
+  std::string checkpoint_dir;
+  int64_t checkpoint_interval = 0;
+  int keep_checkpoints = 2;
+  // The replay shards. The seed is mixed with the rank (and the update count
+  // on resume) so that ranks draw different items.
+  replay::ReplaySamplerOptions sampler;
+  // Sample the next batch on a helper thread while the current one trains
+  // (as Ape-X's learner does): hides the replay round trip; the priorities
+  // of update k then reach replay after batch k + 1 was drawn.
+  bool prefetch = true;
+  // Metrics are logged (spdlog, info) this often; 0 = never.
+  std::chrono::milliseconds log_interval{10000};
+
+  // Throws InvalidArgument: batch_size not divisible by world_size, tau
+  // outside [0, 1], tau == 0 with target_update_interval < 1, negative
+  // intervals, bad member options.
+  void Validate(const models::ModelSpec& spec, int world_size) const;
+};
+
+}  // namespace rlswarm::learner

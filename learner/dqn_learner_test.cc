@@ -1,0 +1,132 @@
+#include "learner/dqn_learner.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "common/errors.h"
+#include "learner/testing/cartpole_replay.h"
+#include "learner/testing/harness.h"
+#include "models/q_networks.h"
+#include "models/weights_wire.h"
+#include "rpc/broadcast.h"
+
+namespace rlswarm::learner {
+namespace {
+
+using namespace std::chrono_literals;
+
+models::ModelSpec CartPoleSpec() {
+  return models::MakeMlpSpec(models::MlpOptions{});  // 4-64-64-2
+}
+
+DqnLearnerOptions Options(const std::string& endpoint) {
+  DqnLearnerOptions o;
+  o.batch_size = 64;
+  o.model.optimizer.lr = 5e-3;
+  o.model.optimizer.max_grad_norm = 10;
+  o.model.seed = 3;
+  o.sampler.endpoints = {endpoint};
+  o.sampler.seed = 5;
+  o.log_interval = 0ms;
+  return o;
+}
+
+// With a frozen target network (no copy within the run) the online net
+// regresses onto fixed double-Q targets, so its TD error on the fixed data
+// set must fall by a wide margin.
+TEST(DqnLearnerTest, FixedCartPoleTransitionsDriveTheTdErrorDown) {
+  at::set_num_threads(1);
+  testing::CartPoleReplay replay(2000);
+  DqnLearnerOptions o = Options(replay.endpoint());
+  o.target_tau = 0;
+  o.target_update_interval = 1000000;
+  o.publish_interval = 0;
+  DqnLearner learner(CartPoleSpec(), o, std::make_shared<Communicator>());
+  for (int i = 0; i < 10; ++i) learner.Update();
+  const LearnerMetrics first = learner.TakeMetrics();
+  for (int i = 0; i < 290; ++i) learner.Update();
+  learner.TakeMetrics();
+  for (int i = 0; i < 10; ++i) learner.Update();
+  const LearnerMetrics last = learner.TakeMetrics();
+  EXPECT_EQ(last.updates, 310);
+  EXPECT_GT(first.mean_abs_td, 0.5);
+  EXPECT_LT(last.mean_abs_td, 0.3 * first.mean_abs_td)
+      << "first " << first.mean_abs_td << " last " << last.mean_abs_td;
+  EXPECT_LT(last.loss, first.loss);
+  EXPECT_GT(last.grad_norm, 0);
+  EXPECT_EQ(last.priority_updates_lost, 0);
+  // The priorities went back: the shard's items no longer all carry the
+  // initial priority 1.
+  EXPECT_GT(learner.sampler().stats().batches, 300);
+}
+
+// Full mode at world 1: the subscriber's version is the update count and its
+// decoded weights are exactly FullParameters().
+TEST(DqnLearnerTest, PublishedVersionDecodesToTheFullParameters) {
+  at::set_num_threads(1);
+  testing::CartPoleReplay replay(500);
+  DqnLearnerOptions o = Options(replay.endpoint());
+  o.publish_interval = 5;
+  DqnLearner learner(CartPoleSpec(), o, std::make_shared<Communicator>());
+  rpc::SubscriberOptions so;
+  so.endpoint = learner.broadcaster().endpoint();
+  so.snapshot_endpoint = learner.broadcaster().snapshot_endpoint();
+  rpc::Subscriber subscriber(so);
+  for (int i = 0; i < 10; ++i) learner.Update();
+  std::optional<rpc::VersionedBlob> blob = subscriber.WaitNewer(9, 10s);
+  ASSERT_TRUE(blob.has_value());
+  EXPECT_EQ(blob->version, 10u);
+  const models::WeightsPart part = models::DecodeWeights(blob->payloads);
+  const models::NamedTensors full = learner.model().FullParameters();
+  ASSERT_EQ(part.tensors.size(), full.size());
+  for (size_t i = 0; i < full.size(); ++i) {
+    EXPECT_EQ(part.tensors[i].first, full[i].first);
+    EXPECT_TRUE(at::equal(part.tensors[i].second, full[i].second)) << full[i].first;
+  }
+}
+
+// Two ranks, each sampling its 32 of the global 64 from the same replay
+// shard through its own sampler, train one sharded model in lock step.
+TEST(DqnLearnerTest, TwoRanksSampleTheirSharesAndDriveTheTdErrorDown) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "dqn_replay_XXXXXX").string();
+  const std::string dir = ::mkdtemp(pattern.data());
+  for (const auto& e : testing::RunWorkers("dqn_replay", 2, dir, std::chrono::seconds(60))) {
+    ASSERT_EQ(e.exit_code, 0) << testing::ReadText(dir + "/rank0.err")
+                              << testing::ReadText(dir + "/rank1.err");
+  }
+  for (int r = 0; r < 2; ++r) {
+    std::istringstream in(testing::ReadText(dir + "/dqn.rank" + std::to_string(r) + ".txt"));
+    int64_t items = 0;
+    double first = 0, last = 0;
+    in >> items >> first >> last;
+    EXPECT_EQ(items, 201 * 32) << r;  // 200 updates + the prefetched next batch
+    EXPECT_GT(first, 0.5) << r;
+    EXPECT_LT(last, 0.5 * first) << r << ": first " << first << " last " << last;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(WeightsBroadcasterTest, PartsModeOffsetsFixedPortsByTheRank) {
+  EXPECT_EQ(OffsetEndpointPort("tcp://10.0.0.2:47100", 3), "tcp://10.0.0.2:47103");
+  EXPECT_EQ(OffsetEndpointPort("tcp://127.0.0.1:*", 3), "tcp://127.0.0.1:*");
+  EXPECT_THROW(OffsetEndpointPort("inproc://weights", 1), InvalidArgument);
+  EXPECT_EQ(ParsePublishMode("parts"), PublishMode::kParts);
+  EXPECT_THROW(ParsePublishMode("half"), InvalidArgument);
+}
+
+TEST(DqnLearnerTest, BatchNotDivisibleByTheWorldIsRejected) {
+  DqnLearnerOptions o;
+  o.batch_size = 10;
+  EXPECT_THROW(o.Validate(CartPoleSpec(), 3), InvalidArgument);
+  o.batch_size = 12;
+  o.target_tau = 0;
+  o.target_update_interval = 0;
+  EXPECT_THROW(o.Validate(CartPoleSpec(), 3), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace rlswarm::learner

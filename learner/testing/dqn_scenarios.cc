@@ -1,0 +1,190 @@
+// The multi-process scenarios of the checkpoint and publishing tests (see
+// harness.h):
+//   ckpt_save: float64 full_shard training with Adam and a Polyak target
+//     for steps [0, 5), a checkpoint under <dir>/ckpt, then steps [5, 10);
+//     rank 0 writes the online and target parameters to <dir>/ref.*.bin.
+//   ckpt_resume: loads the newest checkpoint under <dir>/ckpt at this world
+//     size, trains steps [5, 10) and writes <dir>/w<W>.*.bin and the
+//     optimizer step to <dir>/w<W>.step.
+//   dqn_replay: rank 0 hosts an in-process CartPole replay shard; every
+//     rank runs a DqnLearner on it (its own sampler, batch 64 / W) with a
+//     frozen target for 200 updates; each rank writes "<items sampled>
+//     <first mean |td|> <last mean |td|>" to <dir>/dqn.rank<r>.txt.
+//   publish: every rank publishes its part (parts mode) and rank 0 the full
+//     model (full mode); rank 0 subscribes to all of them, merges the parts
+//     and writes "<full equal> <parts equal> <num parts>" to <dir>/publish.txt.
+
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "learner/checkpoint.h"
+#include "learner/dqn_learner.h"
+#include "learner/testing/cartpole_replay.h"
+#include "learner/testing/harness.h"
+#include "learner/weights_broadcaster.h"
+#include "models/q_networks.h"
+#include "models/weights_parts.h"
+#include "models/weights_wire.h"
+#include "rpc/broadcast.h"
+
+namespace rlswarm::learner::testing {
+namespace {
+
+ShardedModelOptions CheckpointCaseOptions() {
+  ShardedModelOptions o;
+  o.sharding.mixed_precision = MixedPrecisionPolicy::Uniform(at::kDouble);
+  o.optimizer.kind = OptimizerKind::kAdam;
+  o.optimizer.lr = 1e-2;
+  o.optimizer.max_grad_norm = 1.0;
+  o.seed = 11;
+  return o;
+}
+
+void TrainRange(ShardedModel& model, ShardedModel& target, const models::ModelSpec& spec, int first,
+                int last) {
+  Communicator& comm = model.communicator();
+  const int64_t share = kGlobalBatch / comm.world_size();
+  for (int step = first; step < last; ++step) {
+    auto [x, y] = GlobalBatch(spec, step);
+    at::Tensor q = model.Forward(x.narrow(0, comm.rank() * share, share));
+    model.ZeroGrad();
+    (q - y.narrow(0, comm.rank() * share, share)).pow(2).mean().backward();
+    model.Step();
+    target.PolyakUpdate(model, 0.1);
+  }
+}
+
+void WriteBoth(ShardedModel& model, ShardedModel& target, const std::string& prefix) {
+  const models::NamedTensors online = model.FullParameters();
+  const models::NamedTensors slow = target.FullParameters();
+  if (model.communicator().rank() == 0) {
+    WriteDoubles(prefix + ".online.bin", Flatten(online));
+    WriteDoubles(prefix + ".target.bin", Flatten(slow));
+  }
+}
+
+void Barrier(Communicator& comm) {
+  at::Tensor t = at::zeros({1});
+  comm.AllReduceSum(t, "barrier").Wait();
+}
+
+bool Equal(const models::NamedTensors& a, const models::NamedTensors& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].first != b[i].first || !at::equal(a[i].second, b[i].second)) return false;
+  }
+  return true;
+}
+
+void WriteEndpoints(const std::string& path, const WeightsBroadcaster& b) {
+  std::ofstream(path + ".tmp") << b.endpoint() << "\n" << b.snapshot_endpoint() << "\n";
+  std::filesystem::rename(path + ".tmp", path);
+}
+
+rpc::VersionedBlob Receive(const std::string& path) {
+  std::ifstream in(path);
+  rpc::SubscriberOptions o;
+  std::getline(in, o.endpoint);
+  std::getline(in, o.snapshot_endpoint);
+  rpc::Subscriber subscriber(o);
+  std::optional<rpc::VersionedBlob> blob = subscriber.WaitNewer(0, std::chrono::seconds(10));
+  if (!blob) throw std::runtime_error("no weights from " + o.endpoint);
+  return *blob;
+}
+
+void Publish(std::shared_ptr<Communicator> comm, const std::string& dir) {
+  const models::ModelSpec spec = CaseSpec("mlp");
+  ShardedModelOptions options;
+  options.seed = 5;
+  ShardedModel model(spec, options, comm);
+  const int rank = comm->rank();
+  WeightsPublishingOptions full_options, parts_options;
+  parts_options.mode = PublishMode::kParts;
+  WeightsBroadcaster full(full_options, model);
+  WeightsBroadcaster parts(parts_options, model);
+  if (parts.publishes()) WriteEndpoints(dir + "/parts." + std::to_string(rank), parts);
+  if (full.publishes()) WriteEndpoints(dir + "/full", full);
+  // Publish before anyone subscribes: the snapshot endpoint serves late
+  // joiners the current version.
+  full.Publish(7);
+  parts.Publish(7);
+  Barrier(*comm);
+  const models::NamedTensors expected = model.FullParameters();
+  if (rank == 0) {
+    const rpc::VersionedBlob blob = Receive(dir + "/full");
+    const bool full_ok =
+        blob.version == 7 && Equal(models::DecodeWeights(blob.payloads).tensors, expected);
+    std::vector<models::WeightsPart> received;
+    bool versions_ok = true;
+    for (int r = 0; r < parts.num_parts(); ++r) {
+      const rpc::VersionedBlob part = Receive(dir + "/parts." + std::to_string(r));
+      versions_ok = versions_ok && part.version == 7;
+      received.push_back(models::DecodeWeights(part.payloads));
+    }
+    const bool parts_ok = versions_ok && Equal(models::MergeWeightParts(received), expected);
+    std::ofstream(dir + "/publish.txt") << full_ok << " " << parts_ok << " " << parts.num_parts();
+  }
+  Barrier(*comm);  // keeps every publisher up until rank 0 has read them
+}
+
+void DqnWithReplay(std::shared_ptr<Communicator> comm, const std::string& dir) {
+  std::unique_ptr<CartPoleReplay> replay;
+  if (comm->rank() == 0) {
+    replay = std::make_unique<CartPoleReplay>(2000);
+    std::ofstream(dir + "/replay.tmp") << replay->endpoint() << "\n";
+    std::filesystem::rename(dir + "/replay.tmp", dir + "/replay");
+  }
+  Barrier(*comm);
+  DqnLearnerOptions o;
+  o.batch_size = 64;
+  o.model.optimizer.lr = 5e-3;
+  o.model.optimizer.max_grad_norm = 10;
+  o.model.seed = 3;
+  o.target_tau = 0;
+  o.target_update_interval = 1000000;
+  o.publish_interval = 0;
+  o.log_interval = std::chrono::milliseconds(0);
+  std::getline(std::ifstream(dir + "/replay"), o.sampler.endpoints.emplace_back());
+  DqnLearner learner(models::MakeMlpSpec(models::MlpOptions{}), o, comm);
+  for (int i = 0; i < 10; ++i) learner.Update();
+  const double first = learner.TakeMetrics().mean_abs_td;
+  for (int i = 0; i < 180; ++i) learner.Update();
+  learner.TakeMetrics();
+  for (int i = 0; i < 10; ++i) learner.Update();
+  const double last = learner.TakeMetrics().mean_abs_td;
+  std::ofstream(dir + "/dqn.rank" + std::to_string(comm->rank()) + ".txt")
+      << learner.sampler().stats().items << " " << first << " " << last;
+  Barrier(*comm);  // rank 0's replay shard stays up until every rank is done
+}
+
+}  // namespace
+
+void RunDqnScenario(const std::string& scenario, std::shared_ptr<Communicator> comm,
+                    const std::string& dir) {
+  if (scenario == "publish") return Publish(comm, dir);
+  if (scenario == "dqn_replay") return DqnWithReplay(comm, dir);
+  const models::ModelSpec spec = CaseSpec("mlp");
+  ShardedModel model(spec, CheckpointCaseOptions(), comm);
+  std::unique_ptr<ShardedModel> target = model.MakeTarget();
+  if (scenario == "ckpt_save") {
+    TrainRange(model, *target, spec, 0, 5);
+    SaveCheckpoint(dir + "/ckpt", model, target.get(), CheckpointProgress{5, 11});
+    TrainRange(model, *target, spec, 5, 10);
+    WriteBoth(model, *target, dir + "/ref");
+  } else if (scenario == "ckpt_resume") {
+    const std::optional<std::string> latest = FindLatestCheckpoint(dir + "/ckpt");
+    if (!latest) throw std::runtime_error("no checkpoint");
+    const CheckpointProgress progress = LoadCheckpoint(*latest, model, target.get());
+    if (progress.update_count != 5) throw std::runtime_error("wrong update count");
+    TrainRange(model, *target, spec, 5, 10);
+    const std::string prefix = dir + "/w" + std::to_string(comm->world_size());
+    WriteBoth(model, *target, prefix);
+    if (comm->rank() == 0) std::ofstream(prefix + ".step") << model.optimizer().step();
+  } else {
+    throw std::runtime_error("unknown scenario " + scenario);
+  }
+}
+
+}  // namespace rlswarm::learner::testing
