@@ -17,6 +17,7 @@
 #include "apps/png_writer.h"
 #include "envs/episode_runner.h"
 #include "envs/render.h"
+#include "models/model_spec.h"
 
 namespace rlswarm::apps {
 namespace {
