@@ -123,6 +123,19 @@ TEST_F(LearnerProcessTest, TrainsPublishesCheckpointsOnSigtermAndResumes) {
   ASSERT_EQ(resumed.Wait(60s), 0) << resumed.Log();
   EXPECT_NE(resumed.Log().find("resumed from"), std::string::npos) << resumed.Log();
   EXPECT_EQ(NewestCheckpointUpdate(), saved_update + 50) << resumed.Log();
+
+  // Evaluation loads what the learner wrote: the Q-network plays greedily,
+  // and --record draws its first episode.
+  ChildProcess evaluate({RLSWARM_BINARY, "evaluate", "--config", Config(), "--checkpoint",
+                         dir_ + "/ckpt", "--episodes", "4", "--json", "--record", dir_ + "/frames"},
+                        dir_ + "/evaluate.log");
+  ASSERT_EQ(evaluate.Wait(60s), 0) << evaluate.Log();
+  const std::string log = evaluate.Log();
+  const auto report = nlohmann::json::parse(log.substr(log.rfind("{\"")));
+  EXPECT_EQ(report["policy"], "q");
+  EXPECT_EQ(report["episodes"], 4);
+  EXPECT_GT(report["mean_return"].get<double>(), 0);
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/frames/episode-0000/frame-00000.png"));
   replay.Signal(SIGTERM);
   EXPECT_EQ(replay.Wait(20s), 0) << replay.Log();
 }
