@@ -1,6 +1,7 @@
 #include "actors/n_step.h"
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "common/errors.h"
@@ -26,33 +27,35 @@ void TransitionColumns::Clear() {
 
 NStepAccumulator::NStepAccumulator(NStepOptions options, std::int64_t num_envs,
                                    std::size_t obs_bytes, std::size_t action_bytes)
-    : options_(options),
-      num_envs_(num_envs),
-      obs_bytes_(obs_bytes),
-      action_bytes_(action_bytes),
-      pending_(static_cast<std::size_t>(std::max<std::int64_t>(num_envs, 0))) {
+    : options_(options), num_envs_(num_envs), obs_bytes_(obs_bytes), action_bytes_(action_bytes) {
   options_.Validate();
   if (num_envs < 1 || obs_bytes == 0 || action_bytes == 0) {
     throw InvalidArgument("n-step: needs num_envs >= 1 and non-empty observations and actions");
   }
+  const auto slots = static_cast<std::size_t>(num_envs) * static_cast<std::size_t>(options_.n);
+  pending_obs_.resize(slots * obs_bytes);
+  pending_actions_.resize(slots * action_bytes);
+  pending_steps_.resize(slots);
+  start_.assign(static_cast<std::size_t>(num_envs), 0);
+  count_.assign(static_cast<std::size_t>(num_envs), 0);
 }
 
-std::int64_t NStepAccumulator::Emit(std::int64_t e, std::size_t i, bool terminal,
+std::int64_t NStepAccumulator::Emit(std::int64_t e, std::int64_t i, bool terminal,
                                     std::span<const std::byte> next_observation, double& partial,
                                     double& discount) {
-  const auto& steps = pending_[static_cast<std::size_t>(e)];
   double reward = 0;
   double scale = 1;
-  for (std::size_t k = i; k < steps.size(); ++k) {
-    reward += scale * steps[k].reward;
+  for (std::int64_t k = i; k < count_[e]; ++k) {
+    reward += scale * StepSlot(e, k).reward;
     scale *= options_.gamma;
   }
   discount = terminal ? 0.0 : scale;  // gamma^m
-  partial = reward - steps[i].q_taken;
-  const PendingStep& first = steps[i];
-  ready_.observation.insert(ready_.observation.end(), first.observation.begin(),
-                            first.observation.end());
-  ready_.action.insert(ready_.action.end(), first.action.begin(), first.action.end());
+  const PendingStep& first = StepSlot(e, i);
+  partial = reward - first.q_taken;
+  const std::byte* obs = ObservationSlot(e, i);
+  const std::byte* action = ActionSlot(e, i);
+  ready_.observation.insert(ready_.observation.end(), obs, obs + obs_bytes_);
+  ready_.action.insert(ready_.action.end(), action, action + action_bytes_);
   ready_.reward.push_back(static_cast<float>(reward));
   ready_.discount.push_back(static_cast<float>(discount));
   ready_.next_observation.insert(ready_.next_observation.end(), next_observation.begin(),
@@ -105,35 +108,34 @@ void NStepAccumulator::Observe(const EnvStep& step) {
   }
   truncated_envs_.clear();
   for (std::size_t e = 0; e < m; ++e) {
-    auto& steps = pending_[e];
-    steps.push_back(PendingStep{
-        {step.observations.begin() + e * obs_bytes_,
-         step.observations.begin() + (e + 1) * obs_bytes_},
-        {step.actions.begin() + e * action_bytes_, step.actions.begin() + (e + 1) * action_bytes_},
-        step.rewards[e],
-        step.q_taken[e],
-        step.policy_version});
     const auto env = static_cast<std::int64_t>(e);
+    // Append step t to the env's ring.
+    const std::int64_t k = count_[env];
+    std::memcpy(ObservationSlot(env, k), step.observations.data() + e * obs_bytes_, obs_bytes_);
+    std::memcpy(ActionSlot(env, k), step.actions.data() + e * action_bytes_, action_bytes_);
+    StepSlot(env, k) = {step.rewards[e], step.q_taken[e], step.policy_version};
+    ++count_[env];
     double partial = 0;
     double discount = 0;
     if (step.terminated[e]) {
       const auto final_obs = step.final_observations.subspan(e * obs_bytes_, obs_bytes_);
-      for (std::size_t i = 0; i < steps.size(); ++i)
+      for (std::int64_t i = 0; i < count_[env]; ++i)
         Emit(env, i, true, final_obs, partial, discount);
-      steps.clear();
+      count_[env] = 0;
     } else if (step.truncated[e]) {
       const auto final_obs = step.final_observations.subspan(e * obs_bytes_, obs_bytes_);
-      for (std::size_t i = 0; i < steps.size(); ++i) {
+      for (std::int64_t i = 0; i < count_[env]; ++i) {
         const std::int64_t row = Emit(env, i, false, final_obs, partial, discount);
         waiting_final_.push_back({env, row, partial, discount});
       }
-      steps.clear();
+      count_[env] = 0;
       truncated_envs_.push_back(env);
-    } else if (steps.size() == static_cast<std::size_t>(options_.n)) {
+    } else if (count_[env] == options_.n) {
       const auto next = step.next_observations.subspan(e * obs_bytes_, obs_bytes_);
       const std::int64_t row = Emit(env, 0, false, next, partial, discount);
       waiting_current_.push_back({env, row, partial, discount});
-      steps.pop_front();
+      start_[env] = (start_[env] + 1) % options_.n;  // drop the oldest
+      --count_[env];
     }
   }
 }

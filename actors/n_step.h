@@ -31,7 +31,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <span>
 #include <vector>
 
@@ -97,13 +96,28 @@ class NStepAccumulator {
   }
 
  private:
+  // The pending steps of every env in one ring per env (n slots), so the
+  // hot path never allocates: slot k of env e holds step start_[e] + k.
   struct PendingStep {
-    std::vector<std::byte> observation;
-    std::vector<std::byte> action;
     float reward;
     float q_taken;
     std::int64_t policy_version;
   };
+  std::byte* ObservationSlot(std::int64_t e, std::int64_t k) {
+    return pending_obs_.data() +
+           (static_cast<std::size_t>(e) * options_.n + Ring(e, k)) * obs_bytes_;
+  }
+  std::byte* ActionSlot(std::int64_t e, std::int64_t k) {
+    return pending_actions_.data() +
+           (static_cast<std::size_t>(e) * options_.n + Ring(e, k)) * action_bytes_;
+  }
+  PendingStep& StepSlot(std::int64_t e, std::int64_t k) {
+    return pending_steps_[static_cast<std::size_t>(e) * options_.n + Ring(e, k)];
+  }
+  std::size_t Ring(std::int64_t e, std::int64_t k) const {
+    return static_cast<std::size_t>((start_[e] + k) % options_.n);
+  }
+
   // A transition whose priority waits for V(next).
   struct Waiting {
     std::int64_t env;
@@ -114,14 +128,18 @@ class NStepAccumulator {
 
   // Appends a transition built from pending step `i` of env `e` (the sum of
   // its rewards to the end of the pending steps) to ready_; returns its row.
-  std::int64_t Emit(std::int64_t e, std::size_t i, bool terminal,
+  std::int64_t Emit(std::int64_t e, std::int64_t i, bool terminal,
                     std::span<const std::byte> next_observation, double& partial, double& discount);
 
   const NStepOptions options_;
   const std::int64_t num_envs_;
   const std::size_t obs_bytes_;
   const std::size_t action_bytes_;
-  std::vector<std::deque<PendingStep>> pending_;  // per env, oldest first, < n steps
+  std::vector<std::byte> pending_obs_;      // [M, n, obs_bytes]
+  std::vector<std::byte> pending_actions_;  // [M, n, action_bytes]
+  std::vector<PendingStep> pending_steps_;  // [M, n]
+  std::vector<std::int64_t> start_;         // per env: ring index of the oldest step
+  std::vector<std::int64_t> count_;         // per env: pending steps, < n between calls
   std::vector<Waiting> waiting_current_;
   std::vector<Waiting> waiting_final_;
   std::vector<std::int64_t> truncated_envs_;
