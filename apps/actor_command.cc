@@ -13,6 +13,7 @@
 #include "actors/q_policy.h"
 #include "apps/commands.h"
 #include "apps/experiment_config.h"
+#include "apps/process_control.h"
 #include "common/logging.h"
 #include "models/model_spec.h"
 
@@ -60,11 +61,7 @@ void RunActor(const ActorArgs& args, const CLI::App& cmd) {
         " is not in [0, actor.num_actors = " + std::to_string(config.actor.num_actors) + ")");
   }
   InitLogging("actor-" + std::to_string(args.actor_id), ParseLogLevel(config.log.level));
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  sigset_t stop_signals = BlockStopSignals();
   actors::SetInferenceThreads(1);
 
   actors::ActorOptions options;

@@ -8,13 +8,13 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "apps/commands.h"
-#include "apps/experiment_config.h"
-#include "common/logging.h"
 #include "actors/q_batch_policy.h"
 #include "actors/q_policy.h"
 #include "apps/checkpoint_weights.h"
+#include "apps/commands.h"
+#include "apps/experiment_config.h"
 #include "apps/png_writer.h"
+#include "common/logging.h"
 #include "envs/episode_runner.h"
 #include "envs/render.h"
 #include "models/model_spec.h"
@@ -105,13 +105,20 @@ void RunEvaluate(const EvaluateArgs& args, const CLI::App& cmd) {
   for (const auto& e : episodes) steps += e.length;
 
   if (args.json) {
-    nlohmann::json j = {{"env", env_cfg.name},        {"policy", eval.policy},
-                        {"checkpoint", args.checkpoint}, {"epsilon", args.epsilon},
-                        {"episodes", s.episodes},     {"seed", eval.seed},
-                        {"num_envs", env.num_envs()}, {"mean_return", s.mean_return},
-                        {"std_return", s.std_return}, {"min_return", s.min_return},
-                        {"max_return", s.max_return}, {"mean_length", s.mean_length},
-                        {"env_steps", steps},         {"wall_time_s", seconds}};
+    nlohmann::json j = {{"env", env_cfg.name},
+                        {"policy", eval.policy},
+                        {"checkpoint", args.checkpoint},
+                        {"epsilon", args.epsilon},
+                        {"episodes", s.episodes},
+                        {"seed", eval.seed},
+                        {"num_envs", env.num_envs()},
+                        {"mean_return", s.mean_return},
+                        {"std_return", s.std_return},
+                        {"min_return", s.min_return},
+                        {"max_return", s.max_return},
+                        {"mean_length", s.mean_length},
+                        {"env_steps", steps},
+                        {"wall_time_s", seconds}};
     std::cout << j.dump() << "\n";
   } else {
     fmt::print("{} ({} policy), {} episodes, seed {}\n", env_cfg.name, eval.policy, s.episodes,

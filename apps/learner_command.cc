@@ -16,6 +16,7 @@
 
 #include "apps/commands.h"
 #include "apps/experiment_config.h"
+#include "apps/process_control.h"
 #include "common/logging.h"
 #include "learner/dqn_learner.h"
 #include "learner/env_rendezvous.h"
@@ -33,17 +34,6 @@ struct LearnerArgs {
   bool print_config = false;
   std::vector<std::string> overrides;
 };
-
-// Written to a temporary file and renamed, so a reader never sees half.
-void WriteEndpointsFile(const std::string& path, const learner::WeightsBroadcaster& b) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << b.endpoint() << "\n" << b.snapshot_endpoint() << "\n";
-    if (!out) throw Unavailable("cannot write the endpoint file " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
-}
 
 learner::RendezvousOptions RendezvousFrom(const LearnerArgs& args, const ExperimentConfig& config) {
   learner::RendezvousOptions o = learner::RendezvousOptionsFromEnv(
@@ -81,11 +71,7 @@ void RunLearner(const LearnerArgs& args) {
   }
   // Blocked before any thread starts (every thread inherits the mask), so
   // the signals stay pending until the training loop polls them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  sigset_t stop_signals = BlockStopSignals();
 
   // Keep freed gathered parameters, gradients and batch buffers in the heap
   // instead of giving them back to the OS and faulting them in again every
@@ -119,7 +105,8 @@ void RunLearner(const LearnerArgs& args) {
     if (!args.weights_endpoint_file.empty()) {
       std::string path = args.weights_endpoint_file;
       if (rendezvous.rank > 0) path += ".rank" + std::to_string(rendezvous.rank);
-      WriteEndpointsFile(path, dqn.broadcaster());
+      WriteLinesAtomically(path,
+                           {dqn.broadcaster().endpoint(), dqn.broadcaster().snapshot_endpoint()});
     }
   }
 

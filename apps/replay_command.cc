@@ -11,6 +11,7 @@
 
 #include "apps/commands.h"
 #include "apps/experiment_config.h"
+#include "apps/process_control.h"
 #include "common/logging.h"
 
 namespace rlswarm::apps {
@@ -24,17 +25,6 @@ struct ReplayArgs {
   bool print_config = false;
   std::vector<std::string> overrides;
 };
-
-// Written to a temporary file and renamed, so a reader never sees half.
-void WriteEndpointFile(const std::string& path, const std::string& endpoint) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << endpoint << "\n";
-    if (!out) throw Unavailable("cannot write the endpoint file " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
-}
 
 void RunReplay(const ReplayArgs& args) {
   ExperimentConfig config = ExperimentConfig::Load(args.config_file, args.overrides);
@@ -51,11 +41,7 @@ void RunReplay(const ReplayArgs& args) {
 
   // The stop signals are taken by sigwait below; every thread the service
   // starts inherits the blocked mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  sigset_t stop_signals = BlockStopSignals();
 
   replay::ReplayServiceOptions options = config.replay.ToServiceOptions(
       args.shard, config.TransitionSignature(), config.security.ToServerOptions(),
@@ -63,7 +49,7 @@ void RunReplay(const ReplayArgs& args) {
   if (!args.bind.empty()) options.server.endpoint = args.bind;
   replay::ReplayService service(options);
   service.Start();
-  if (!args.endpoint_file.empty()) WriteEndpointFile(args.endpoint_file, service.endpoint());
+  if (!args.endpoint_file.empty()) WriteLinesAtomically(args.endpoint_file, {service.endpoint()});
   std::printf("endpoint %s\n", service.endpoint().c_str());
   std::fflush(stdout);
 
