@@ -39,7 +39,8 @@ void QBatchPolicy::Act(const envs::VectorEnv& env, std::span<std::int64_t> discr
     // The random draw happens whatever epsilon is, so greedy and
     // epsilon-greedy runs consume the same stream.
     const double u = rngs_[i].Uniform01();
-    const auto random_action = static_cast<std::int64_t>(rngs_[i].Below(static_cast<std::uint64_t>(a)));
+    const auto random_action =
+        static_cast<std::int64_t>(rngs_[i].Below(static_cast<std::uint64_t>(a)));
     discrete[i] = u < epsilon_ ? random_action : std::max_element(row, row + a) - row;
   }
 }

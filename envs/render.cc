@@ -13,8 +13,8 @@ namespace {
 using Rgb = std::array<std::uint8_t, 3>;
 
 // A qualitative palette (ColorBrewer Set1/Dark2), for up to 10 channels.
-constexpr Rgb kPalette[] = {{228, 26, 28},  {55, 126, 184}, {77, 175, 74},  {152, 78, 163},
-                            {255, 127, 0},  {255, 255, 51}, {166, 86, 40},  {247, 129, 191},
+constexpr Rgb kPalette[] = {{228, 26, 28},  {55, 126, 184}, {77, 175, 74}, {152, 78, 163},
+                            {255, 127, 0},  {255, 255, 51}, {166, 86, 40}, {247, 129, 191},
                             {27, 158, 119}, {117, 112, 179}};
 constexpr Rgb kBackground = {20, 20, 20};
 
@@ -85,9 +85,7 @@ Image RenderCartPole(std::span<const std::byte> obs) {
 
 }  // namespace
 
-bool CanRender(const EnvSpec& spec) {
-  return IsMinAtar(spec) || spec.name == "CartPole-v1";
-}
+bool CanRender(const EnvSpec& spec) { return IsMinAtar(spec) || spec.name == "CartPole-v1"; }
 
 Image RenderObservation(const EnvSpec& spec, std::span<const std::byte> observation, int scale) {
   if (!CanRender(spec)) {
