@@ -13,6 +13,7 @@
 
 #include "rpc/server.h"
 #include "rpc/testing/child_process.h"
+#include "rpc/testing/fixtures.h"
 #include "rpc/testing/wait.h"
 
 #ifndef RLSWARM_RPC_TEST_SERVER
@@ -24,22 +25,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::ChildProcess;
+using testing::ClientFor;
+using testing::Get;
+using testing::LocalServerOptions;
 using testing::WaitUntil;
-
-ServerOptions LocalServerOptions() {
-  ServerOptions options;
-  options.endpoint = "tcp://127.0.0.1:*";
-  options.name = "test-server";
-  return options;
-}
-
-ClientOptions ClientFor(const std::string& endpoint) {
-  ClientOptions options;
-  options.endpoint = endpoint;
-  options.default_timeout = 10s;
-  options.name = "test-client";
-  return options;
-}
 
 // Short heartbeats, for the tests that kill or stop the server.
 ClientOptions FastFailureClient(const std::string& endpoint) {
@@ -52,11 +41,6 @@ ClientOptions FastFailureClient(const std::string& endpoint) {
 }
 
 void Echo(Request request, Responder responder) { responder.Reply(std::move(request.payloads)); }
-
-Reply Get(std::future<Reply>& future) {
-  if (future.wait_for(20s) != std::future_status::ready) throw std::runtime_error("no reply");
-  return future.get();
-}
 
 template <class E>
 std::string ErrorOf(std::future<Reply>& future, std::chrono::milliseconds wait = 20s) {

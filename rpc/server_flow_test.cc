@@ -14,33 +14,17 @@
 
 #include "rpc/client.h"
 #include "rpc/server.h"
+#include "rpc/testing/fixtures.h"
 #include "rpc/testing/wait.h"
 
 namespace rlswarm::rpc {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::ClientFor;
+using testing::Get;
+using testing::LocalServerOptions;
 using testing::WaitUntil;
-
-ServerOptions LocalServerOptions() {
-  ServerOptions options;
-  options.endpoint = "tcp://127.0.0.1:*";
-  options.name = "test-server";
-  return options;
-}
-
-ClientOptions ClientFor(const Server& server) {
-  ClientOptions options;
-  options.endpoint = server.endpoint();
-  options.default_timeout = 10s;
-  options.name = "test-client";
-  return options;
-}
-
-Reply Get(std::future<Reply>& future) {
-  if (future.wait_for(20s) != std::future_status::ready) throw std::runtime_error("no reply");
-  return future.get();
-}
 
 std::string RequestHeader(std::uint64_t id, const std::string& method) {
   Header header;

@@ -14,35 +14,19 @@
 #include <zmq_addon.hpp>
 
 #include "rpc/client.h"
+#include "rpc/testing/fixtures.h"
 #include "rpc/testing/wait.h"
 
 namespace rlswarm::rpc {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::ClientFor;
+using testing::Get;
+using testing::LocalServerOptions;
 using testing::WaitUntil;
 
-ServerOptions LocalServerOptions() {
-  ServerOptions options;
-  options.endpoint = "tcp://127.0.0.1:*";
-  options.name = "test-server";
-  return options;
-}
-
-ClientOptions ClientFor(const Server& server) {
-  ClientOptions options;
-  options.endpoint = server.endpoint();
-  options.default_timeout = 10s;
-  options.name = "test-client";
-  return options;
-}
-
 void Echo(Request request, Responder responder) { responder.Reply(std::move(request.payloads)); }
-
-Reply Get(std::future<Reply>& future) {
-  if (future.wait_for(20s) != std::future_status::ready) throw std::runtime_error("no reply");
-  return future.get();
-}
 
 // The exception a call failed with, as its type and message.
 template <class E>
