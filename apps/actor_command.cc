@@ -14,6 +14,7 @@
 #include "apps/commands.h"
 #include "apps/experiment_config.h"
 #include "apps/process_control.h"
+#include "apps/role_options.h"
 #include "common/logging.h"
 #include "models/model_spec.h"
 
@@ -64,28 +65,12 @@ void RunActor(const ActorArgs& args, const CLI::App& cmd) {
   sigset_t stop_signals = BlockStopSignals();
   actors::SetInferenceThreads(1);
 
-  actors::ActorOptions options;
-  options.actor_id = args.actor_id;
-  options.num_actors = config.actor.num_actors;
-  options.env_name = config.env.name;
-  options.env = config.env.ToVectorEnvOptions(envs::AutoResetSeeding::kContinue);
-  options.n_step = config.actor.ToNStepOptions();
-  options.exploration = config.actor.ToExplorationOptions();
-  options.seed = config.actor.seed;
-  options.max_steps = args.max_steps;
-  options.refresh_steps = config.actor.refresh_steps;
-  options.refresh_interval =
-      std::chrono::milliseconds(static_cast<std::int64_t>(config.actor.refresh_interval_s * 1000));
+  actors::ActorOptions options = MakeActorOptions(config, args.actor_id, args.max_steps);
   if (!args.weights_endpoint_file.empty()) {
     options.weights =
         ReadWeightsEndpoints(args.weights_endpoint_file, config.security.ToClientOptions());
   }
-  replay::ReplayWriterOptions writer = config.replay.ToWriterOptions(
-      config.TransitionSignature(), config.security.ToClientOptions());
-  writer.max_batch_items = config.actor.writer_batch;
-  writer.flush_interval = std::chrono::milliseconds(
-      std::max<std::int64_t>(1, static_cast<std::int64_t>(config.actor.writer_flush_s * 1000)));
-  writer.max_buffered_batches = config.actor.writer_max_buffered_batches;
+  const replay::ReplayWriterOptions writer = MakeActorWriterOptions(config);
 
   actors::Actor actor(options, config.ModelSpec(), config.model.seed, writer);
   std::thread stopper([&] {

@@ -26,6 +26,7 @@ struct ActorSection {
   std::int64_t writer_batch = 256;
   double writer_flush_s = 0.05;
   std::int64_t writer_max_buffered_batches = 64;
+  double writer_max_block_s = 1;
   std::uint64_t seed = 0;
 
   template <class V>
@@ -51,6 +52,10 @@ struct ActorSection {
     v.Field("writer_max_buffered_batches", writer_max_buffered_batches,
             "batches an actor buffers while replay is unreachable (then drops, counted)",
             Bounds{1, 1e6});
+    v.Field("writer_max_block_s", writer_max_block_s,
+            "how long an actor waits for room in that buffer before it drops; long when replay's "
+            "rate limiter paces the actors (samples_per_insert), so they wait instead of drop",
+            Bounds{0, 1e6});
     v.Field("seed", seed, "actor i's envs and exploration derive from (seed, i)");
   }
 

@@ -22,4 +22,8 @@ void AddActorCommand(CLI::App& app);
 // --master-port P] [--weights-endpoint-file F] [section.key=value ...]`
 void AddLearnerCommand(CLI::App& app);
 
+// `rlswarm launch CONFIG [section.key=value ...] [--run-dir DIR]`,
+// `rlswarm launch --resume RUN_DIR`
+void AddLaunchCommand(CLI::App& app);
+
 }  // namespace rlswarm::apps

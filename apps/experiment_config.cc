@@ -54,6 +54,7 @@ ExperimentConfig ExperimentConfig::Load(const std::string& file,
   reader.FinishRoot();
   config.replay.Check(file);
   config.learner.Check(file);
+  config.launch.Check(file);
   // Options that are valid alone but not together (a MinAtar option on a
   // classic-control env): let the env registry judge, and say where.
   try {

@@ -12,6 +12,7 @@
 
 #include "apps/actor_section.h"
 #include "apps/config_reader.h"
+#include "apps/launch_section.h"
 #include "apps/learner_section.h"
 #include "apps/model_section.h"
 #include "apps/replay_section.h"
@@ -117,6 +118,7 @@ struct ExperimentConfig {
   ModelSection model;
   LearnerSection learner;
   ActorSection actor;
+  LaunchSection launch;
 
   template <class V>
   void Visit(V& v) {
@@ -128,6 +130,7 @@ struct ExperimentConfig {
     v.Section("model", model);
     v.Section("learner", learner);
     v.Section("actor", actor);
+    v.Section("launch", launch);
   }
 
   // The n-step transition signature (replay/service/transition.h) of env.

@@ -96,6 +96,7 @@ void RunLearner(const LearnerArgs& args) {
   learner::DqnLearnerOptions options = config.learner.ToLearnerOptions(
       config.replay.ToSamplerOptions(config.security.ToClientOptions()),
       config.security.ToServerOptions());
+  options.update_priorities = config.replay.selector == "prioritized";
   learner::DqnLearner dqn(config.ModelSpec(), options, comm);
   if (auto dir = dqn.Resume()) spdlog::info("resumed from {} at update {}", *dir, dqn.updates());
 

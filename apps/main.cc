@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   rlswarm::apps::AddReplayCommand(app);
   rlswarm::apps::AddLearnerCommand(app);
   rlswarm::apps::AddActorCommand(app);
+  rlswarm::apps::AddLaunchCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -15,7 +15,9 @@ class JsonlScalarWriter final : public ScalarWriter {
     if (!out_) throw Unavailable("cannot open " + path + " for appending");
   }
   void Write(const Scalar& s) override {
-    out_ << nlohmann::json{{"tag", s.tag}, {"step", s.step}, {"wall_time", s.wall_time},
+    out_ << nlohmann::json{{"tag", s.tag},
+                           {"step", s.step},
+                           {"wall_time", s.wall_time},
                            {"value", s.value}}
                 .dump()
          << '\n';
@@ -27,8 +29,7 @@ class JsonlScalarWriter final : public ScalarWriter {
 };
 
 double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ void RandomPolicy::Act(const VectorEnv& env, std::span<std::int64_t> discrete,
 }
 
 std::vector<EpisodeResult> RunEpisodes(VectorEnv& env, BatchPolicy& policy,
-                                       std::int64_t num_episodes, std::uint64_t seed) {
+                                       std::int64_t num_episodes, std::uint64_t seed,
+                                       const EpisodeCallback& keep_going) {
   if (num_episodes < 1) {
     throw InvalidArgument("episodes must be >= 1, got " + std::to_string(num_episodes));
   }
@@ -71,6 +72,7 @@ std::vector<EpisodeResult> RunEpisodes(VectorEnv& env, BatchPolicy& policy,
       if (ids_before[i] < static_cast<std::uint64_t>(num_episodes)) {
         results.push_back({ids_before[i], env.episode_return(i), env.episode_length(i)});
         --remaining;
+        if (keep_going && !keep_going(results.back())) remaining = 0;
       }
       policy.OnEpisodeStart(i, env.episode_id(i));
     }

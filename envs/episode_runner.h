@@ -9,6 +9,7 @@
 // number of envs, so `--num-envs` changes speed, never results.
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -51,10 +52,17 @@ struct EpisodeResult {
   std::int64_t length = 0;
 };
 
+// Called with each counted episode as it finishes; returning false stops
+// the run early (e.g. once a target mean return is out of reach).
+using EpisodeCallback = std::function<bool(const EpisodeResult&)>;
+
 // Runs episodes 0..num_episodes-1 and returns them ordered by id. Throws
 // InvalidArgument if env does not seed per episode or num_episodes < 1.
+// When `keep_going` stops the run early, the result holds only the episodes
+// finished by then (the order they finish in depends on the number of envs).
 std::vector<EpisodeResult> RunEpisodes(VectorEnv& env, BatchPolicy& policy,
-                                       std::int64_t num_episodes, std::uint64_t seed);
+                                       std::int64_t num_episodes, std::uint64_t seed,
+                                       const EpisodeCallback& keep_going = {});
 
 struct ReturnSummary {
   std::int64_t episodes = 0;

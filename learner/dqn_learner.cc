@@ -164,7 +164,7 @@ bool DqnLearner::Update() {
     }
   }
   const std::vector<double> priorities = TrainOn(batch);
-  sampler_->UpdatePriorities(batch.keys, priorities);
+  if (options_.update_priorities) sampler_->UpdatePriorities(batch.keys, priorities);
   ++updates_;
   ++interval_updates_;
   UpdateTarget();

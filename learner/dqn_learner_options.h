@@ -40,6 +40,10 @@ struct DqnLearnerOptions {
   // (as Ape-X's learner does): hides the replay round trip; the priorities
   // of update k then reach replay after batch k + 1 was drawn.
   bool prefetch = true;
+  // Send each batch's new priorities (|TD| + epsilon) back to replay. Off
+  // for uniform tables, where nobody reads them: saves one round trip per
+  // update.
+  bool update_priorities = true;
   // Metrics are logged (spdlog, info) this often; 0 = never.
   std::chrono::milliseconds log_interval{10000};
 

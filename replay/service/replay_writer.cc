@@ -79,23 +79,11 @@ void ReplayWriter::Append(const InsertBatch& items) {
   }
   std::unique_lock lock(mu_);
   if (closed_) throw Cancelled("replay writer is closed");
-  // Room for the batch this append may seal: wait, then drop the oldest.
-  // Only the first append of an outage waits; later ones drop at once until
-  // the buffer drains (an unreachable replay costs the actor one max_block,
-  // not one per batch).
-  auto has_room = [this] {
-    return closed_ || static_cast<std::int64_t>(ready_.size()) < options_.max_buffered_batches;
-  };
-  if (!has_room() && !dropping_) {
-    dropping_ = !changed_.wait_for(lock, options_.max_block, has_room);
-  } else if (has_room()) {
-    dropping_ = false;
-  }
-  if (closed_) throw Cancelled("replay writer is closed");
   Staging& s = *staging_;
   const bool has_priorities = !items.priorities.empty();
   if (s.items > 0 &&
       (s.policy_version != items.policy_version || s.has_priorities != has_priorities)) {
+    WaitForRoomLocked(lock);
     SealLocked();
   }
   if (s.items == 0) {
@@ -112,9 +100,27 @@ void ReplayWriter::Append(const InsertBatch& items) {
   s.items += n;
   stats_.items_appended += n;
   if (s.items >= options_.max_batch_items) {
+    WaitForRoomLocked(lock);
     SealLocked();
     changed_.notify_all();
   }
+}
+
+void ReplayWriter::WaitForRoomLocked(std::unique_lock<std::mutex>& lock) {
+  // Room for the batch about to be sealed: wait, then (SealLocked) drop the
+  // oldest. Only the first seal of an outage waits; later ones drop at once
+  // until the buffer drains (an unreachable replay costs the actor one
+  // max_block, not one per batch). A rate limiter that holds inserts only
+  // makes the actor wait (max_block is long for paced runs).
+  auto has_room = [this] {
+    return closed_ || static_cast<std::int64_t>(ready_.size()) < options_.max_buffered_batches;
+  };
+  if (!has_room() && !dropping_) {
+    dropping_ = !changed_.wait_for(lock, options_.max_block, has_room);
+  } else if (has_room()) {
+    dropping_ = false;
+  }
+  if (closed_) throw Cancelled("replay writer is closed");
 }
 
 void ReplayWriter::SealLocked() {
@@ -159,7 +165,12 @@ void ReplayWriter::SenderLoop() {
   std::unique_lock lock(mu_);
   while (!closed_) {
     auto now = Clock::now();
-    if (staging_->items > 0 && now - staged_since_ >= options_.flush_interval) SealLocked();
+    // A full buffer keeps the staged items staged (no drop): the next
+    // Append seals them once it has waited for room.
+    if (staging_->items > 0 && now - staged_since_ >= options_.flush_interval &&
+        static_cast<std::int64_t>(ready_.size()) < options_.max_buffered_batches) {
+      SealLocked();
+    }
     bool all_down = false;
     while (!ready_.empty() && stats_.in_flight < options_.max_in_flight) {
       const int shard = PickShardLocked(now);

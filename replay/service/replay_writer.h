@@ -91,6 +91,7 @@ class ReplayWriter {
   struct Batch;
   struct Staging;
 
+  void WaitForRoomLocked(std::unique_lock<std::mutex>& lock);
   void SealLocked();
   void SenderLoop();
   void Send(std::shared_ptr<Batch> batch, int shard);

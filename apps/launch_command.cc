@@ -1,0 +1,125 @@
+// `rlswarm launch CONFIG [section.key=value ...] [--run-dir DIR]` and
+// `rlswarm launch --resume RUN_DIR [section.key=value ...]`: the whole
+// system on this machine, in embedded or processes mode (launch.mode), in a
+// run directory (apps/run_directory.h). Prints summary.json to stdout at the
+// end; the exit status is 0 whether or not the run was solved, and non-zero
+// when a role failed.
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "apps/commands.h"
+#include "apps/embedded_launch.h"
+#include "apps/experiment_config.h"
+#include "apps/process_control.h"
+#include "apps/run_directory.h"
+#include "apps/scalar_log.h"
+#include "common/logging.h"
+
+namespace rlswarm::apps {
+namespace {
+
+struct LaunchArgs {
+  std::string config_file;
+  std::string run_dir;
+  std::string resume;
+  std::vector<std::string> overrides;
+};
+
+// "auto": embedded unless the learner has several ranks (they need
+// processes: one c10d rank each).
+std::string ResolveMode(const ExperimentConfig& config, int learner_ranks) {
+  if (config.launch.mode != "auto") return config.launch.mode;
+  return learner_ranks > 1 ? "processes" : "embedded";
+}
+
+void RunLaunch(LaunchArgs args) {
+  // CLI11 hands every positional to `overrides` when the first one looks
+  // like an override; the config file is the one without '='.
+  if (args.resume.empty() && args.config_file.empty()) {
+    throw ConfigError("launch: give a CONFIG file, or --resume RUN_DIR");
+  }
+  const bool resume = !args.resume.empty();
+  if (resume && !args.config_file.empty()) {
+    if (args.config_file.find('=') == std::string::npos) {
+      throw ConfigError("launch --resume takes the config of the run directory; drop " +
+                        args.config_file);
+    }
+    args.overrides.insert(args.overrides.begin(), args.config_file);
+    args.config_file.clear();
+  }
+  const std::string config_file =
+      resume ? (std::filesystem::path(args.resume) / "config.yaml").string() : args.config_file;
+  ExperimentConfig config = ExperimentConfig::Load(config_file, args.overrides);
+
+  const std::filesystem::path root =
+      resume
+          ? std::filesystem::path(args.resume)
+          : (args.run_dir.empty() ? RunDirectory::DefaultPath(config.launch.runs_dir, config_file)
+                                  : std::filesystem::path(args.run_dir));
+  const RunDirectory run = RunDirectory::Open(root, resume);
+  // Checkpoints live in the run directory unless the config says otherwise,
+  // so --resume finds them.
+  if (config.learner.checkpoint_dir.empty()) {
+    config.learner.checkpoint_dir = run.learner_checkpoints().string();
+  }
+  if (config.replay.checkpoint_dir.empty()) {
+    config.replay.checkpoint_dir = run.replay_checkpoints().string();
+  }
+  run.WriteConfig(config.ToYaml());
+
+  RunSummary earlier;
+  if (resume) {
+    if (std::optional<RunSummary> s = run.ReadSummary()) {
+      earlier = *s;
+      earlier.resumes += 1;
+    }
+  }
+  const std::string mode = ResolveMode(config, /*learner_ranks=*/1);
+  InitLogging("launch", ParseLogLevel(config.log.level),
+              (run.logs() / (mode == "embedded" ? "launch.log" : "launcher.log")).string(),
+              spdlog::level::warn);
+  spdlog::info("run directory {} ({}), mode {}", run.root().string(), resume ? "resumed" : "new",
+               mode);
+  std::cerr << "rlswarm launch: " << config.env.name << ", " << mode << " mode, run directory "
+            << run.root().string() << "\n";
+
+  // Blocked before any role starts a thread, so every thread inherits the
+  // mask and the signals wait for the launcher's loop.
+  const sigset_t stop_signals = BlockStopSignals();
+  ScalarLog scalars;
+  scalars.Add(OpenJsonlScalarWriter(run.scalars().string()));
+
+  RunSummary summary;
+  if (mode == "embedded") {
+    summary = RunEmbedded(config, run, scalars, earlier, stop_signals);
+  } else {
+    throw FailedPrecondition("launch.mode=processes is not available yet");
+  }
+  scalars.Flush();
+  run.WriteSummary(summary);
+  std::cout << summary.ToJson().dump(2) << std::endl;
+  if (summary.stop_reason.find("failed") != std::string::npos) {
+    throw Internal("the run stopped because a role failed: " + summary.stop_reason);
+  }
+}
+
+}  // namespace
+
+void AddLaunchCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "launch", "Run replay, learner, actors and an evaluator on this machine, in a run directory");
+  auto args = std::make_shared<LaunchArgs>();
+  cmd->add_option("config", args->config_file, "Experiment config (YAML)");
+  cmd->add_option("overrides", args->overrides, "Config overrides: section.key=value ...");
+  cmd->add_option("--run-dir", args->run_dir,
+                  "Run directory (default: launch.runs_dir/<config name>-<UTC time>)");
+  cmd->add_option("--resume", args->resume, "Continue the stopped run in this directory")
+      ->check(CLI::ExistingDirectory);
+  cmd->callback([args] { RunLaunch(*args); });
+}
+
+}  // namespace rlswarm::apps

@@ -1,0 +1,25 @@
+#pragma once
+
+// The options of the roles that need more than one config section, built in
+// one place for `rlswarm actor`, `rlswarm launch` (both modes) and the
+// evaluator.
+
+#include <cstdint>
+
+#include "actors/actor.h"
+#include "apps/experiment_config.h"
+#include "apps/policy_evaluator.h"
+#include "replay/service/replay_writer.h"
+
+namespace rlswarm::apps {
+
+// Actor `actor_id` of actor.num_actors; no weights subscription (set
+// options.weights to follow a learner).
+actors::ActorOptions MakeActorOptions(const ExperimentConfig& config, std::int64_t actor_id,
+                                      std::int64_t max_steps);
+// The actor's writer into the replay shards (batching from the actor section).
+replay::ReplayWriterOptions MakeActorWriterOptions(const ExperimentConfig& config);
+// The launcher's evaluator: evaluate.seed, launch.eval_* and target_return.
+PolicyEvaluatorOptions MakeEvaluatorOptions(const ExperimentConfig& config);
+
+}  // namespace rlswarm::apps

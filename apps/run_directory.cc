@@ -1,0 +1,165 @@
+#include "apps/run_directory.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "common/errors.h"
+
+namespace rlswarm::apps {
+namespace fs = std::filesystem;
+namespace {
+
+template <class T>
+void GetIf(const nlohmann::json& j, const char* key, T& value) {
+  if (j.contains(key) && !j[key].is_null()) value = j[key].get<T>();
+}
+template <class T>
+void GetIf(const nlohmann::json& j, const char* key, std::optional<T>& value) {
+  if (j.contains(key) && !j[key].is_null()) value = j[key].get<T>();
+}
+template <class T>
+nlohmann::json OrNull(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+// Writes `text` to `path` so that a reader sees the old or the new file,
+// never a part: temp file, fsync, rename, fsync of the directory.
+void WriteFileAtomically(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Unavailable("cannot create " + tmp.string());
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) {
+      ::close(fd);
+      throw ResourceExhausted("cannot write " + tmp.string() + " (disk full?)");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  const bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  if (!synced) throw ResourceExhausted("cannot fsync " + tmp.string());
+  std::error_code error;
+  fs::rename(tmp, path, error);
+  if (error) throw Unavailable("cannot rename " + tmp.string() + ": " + error.message());
+  const int dir = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+}  // namespace
+
+nlohmann::json RunSummary::ToJson() const {
+  return {{"solved", solved},
+          {"time_to_solve_s", OrNull(time_to_solve_s)},
+          {"env_steps_to_solve", OrNull(env_steps_to_solve)},
+          {"updates", updates},
+          {"final_eval_mean_return", OrNull(final_eval_mean_return)},
+          {"final_eval_episodes", final_eval_episodes},
+          {"mode", mode},
+          {"stop_reason", stop_reason},
+          {"env_steps", env_steps},
+          {"wall_time_s", wall_time_s},
+          {"evaluations", evaluations},
+          {"best_eval_mean_return", OrNull(best_eval_mean_return)},
+          {"resumes", resumes},
+          {"restarts", restarts}};
+}
+
+RunSummary RunSummary::FromJson(const nlohmann::json& j) {
+  RunSummary s;
+  GetIf(j, "solved", s.solved);
+  GetIf(j, "time_to_solve_s", s.time_to_solve_s);
+  GetIf(j, "env_steps_to_solve", s.env_steps_to_solve);
+  GetIf(j, "updates", s.updates);
+  GetIf(j, "final_eval_mean_return", s.final_eval_mean_return);
+  GetIf(j, "final_eval_episodes", s.final_eval_episodes);
+  GetIf(j, "mode", s.mode);
+  GetIf(j, "stop_reason", s.stop_reason);
+  GetIf(j, "env_steps", s.env_steps);
+  GetIf(j, "wall_time_s", s.wall_time_s);
+  GetIf(j, "evaluations", s.evaluations);
+  GetIf(j, "best_eval_mean_return", s.best_eval_mean_return);
+  GetIf(j, "resumes", s.resumes);
+  GetIf(j, "restarts", s.restarts);
+  return s;
+}
+
+RunDirectory RunDirectory::Open(const fs::path& root, bool resume) {
+  RunDirectory run(root);
+  const bool exists = fs::exists(run.config());
+  if (resume && !exists) {
+    throw NotFound("--resume " + root.string() + ": no run there (config.yaml is missing)");
+  }
+  if (!resume && exists) {
+    throw FailedPrecondition("run directory " + root.string() +
+                             " already holds a run; continue it with --resume " + root.string());
+  }
+  std::error_code error;
+  for (const fs::path& dir :
+       {run.root(), run.logs(), run.tensorboard(), run.episodes(), run.learner_checkpoints(),
+        run.replay_checkpoints(), run.endpoints()}) {
+    fs::create_directories(dir, error);
+    if (error) throw Unavailable("cannot create " + dir.string() + ": " + error.message());
+  }
+  return run;
+}
+
+fs::path RunDirectory::DefaultPath(const std::string& runs_dir, const std::string& config_file) {
+  const std::string stem = config_file.empty() ? "run" : fs::path(config_file).stem().string();
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &utc);
+  fs::path path = fs::path(runs_dir) / (stem + "-" + stamp);
+  for (int i = 2; fs::exists(path); ++i) {
+    path = fs::path(runs_dir) / (stem + "-" + stamp + "-" + std::to_string(i));
+  }
+  return path;
+}
+
+std::optional<RunSummary> RunDirectory::ReadSummary() const {
+  std::ifstream in(summary());
+  if (!in) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  return RunSummary::FromJson(j);
+}
+
+void RunDirectory::WriteSummary(const RunSummary& summary) const {
+  WriteFileAtomically(this->summary(), summary.ToJson().dump(2) + "\n");
+}
+
+void RunDirectory::WriteConfig(const std::string& text) const {
+  WriteFileAtomically(config(), text);
+}
+
+double SecondsSinceProcessStart() {
+  // Field 22 of /proc/self/stat: start time in clock ticks after boot; the
+  // command name (field 2) may hold spaces, so parse after its ')'.
+  std::ifstream stat("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::size_t paren = text.rfind(')');
+  std::ifstream uptime_file("/proc/uptime");
+  double uptime = 0;
+  if (paren == std::string::npos || !(uptime_file >> uptime)) return 0;
+  std::istringstream fields(text.substr(paren + 2));
+  std::string field;
+  // Fields 3..21 precede the start time.
+  for (int i = 3; i <= 21 && fields >> field; ++i) {
+  }
+  unsigned long long start_ticks = 0;
+  if (!(fields >> start_ticks)) return 0;
+  return uptime - static_cast<double>(start_ticks) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+}  // namespace rlswarm::apps

@@ -1,0 +1,120 @@
+#pragma once
+
+// RunMonitor: the part of `rlswarm launch` that watches a run, the same in
+// embedded and processes mode. It
+//   * evaluates the learner's newest published weights on its own thread
+//     (PolicyEvaluator: greedy, fixed seeds), at most every eval_interval_s,
+//     and records every evaluation (evaluations.jsonl, eval/* scalars);
+//   * on Tick(): samples the run's progress, writes scalars, prints the
+//     progress line, and says whether a stop condition holds (env steps,
+//     wall time, target evaluation return);
+//   * on Finish(): evaluates the final weights unless the run stopped
+//     because it was solved, and returns the summary.
+//
+// Times are seconds since the launcher process started, plus the wall time
+// of earlier runs of the same directory (--resume).
+//
+// Thread-safety: Tick() and Finish() from one thread; the evaluator runs on
+// its own thread and is joined by Finish() or the destructor.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "apps/launch_section.h"
+#include "apps/policy_evaluator.h"
+#include "apps/run_directory.h"
+#include "apps/scalar_log.h"
+#include "models/model_spec.h"
+#include "rpc/broadcast.h"
+
+namespace rlswarm::apps {
+
+// One sample of a run's state; unknown values stay empty.
+struct RunProgress {
+  std::int64_t env_steps = 0;
+  std::int64_t updates = 0;
+  std::int64_t replay_size = 0;
+  std::int64_t replay_inserted = 0;
+  std::int64_t replay_sampled = 0;
+  std::optional<double> train_return;  // mean of recent training episodes
+  std::optional<double> version_lag;   // actors' weights behind the newest, in updates
+  std::optional<double> loss;
+  std::optional<double> staleness;  // updates between acting and learning
+  std::int64_t restarts = 0;
+};
+
+struct RunMonitorOptions {
+  LaunchSection launch;
+  PolicyEvaluatorOptions evaluator;
+  models::ModelSpec model;
+  std::uint64_t model_seed = 0;
+  rpc::SubscriberOptions weights;  // the learner's weights broadcast
+  std::string mode;                // "embedded" or "processes", for the summary
+  RunSummary earlier;              // of the runs before a --resume (zeros otherwise)
+};
+
+class RunMonitor {
+ public:
+  // `progress` is called from Tick() and from the evaluator thread; it must
+  // be thread-safe and must not block for long.
+  RunMonitor(RunMonitorOptions options, const RunDirectory& run, ScalarLog& scalars,
+             std::function<RunProgress()> progress);
+  ~RunMonitor();
+  RunMonitor(const RunMonitor&) = delete;
+  RunMonitor& operator=(const RunMonitor&) = delete;
+
+  // Starts the evaluator thread.
+  void Start();
+  // See the class comment. Returns the stop reason ("solved", "max_env_steps",
+  // "max_wall_time") when the run should stop.
+  std::optional<std::string> Tick();
+  // Blocks until the evaluator is idle or `timeout` passes; true when the
+  // run has been solved. The launcher's main loop waits here between ticks.
+  bool WaitSolved(std::chrono::milliseconds timeout);
+  // Stops the evaluator, evaluates the final weights when needed (bounded by
+  // launch.final_eval_timeout_s) and returns the summary (not yet written).
+  RunSummary Finish(const std::string& stop_reason);
+
+  double Elapsed() const;  // seconds, including earlier runs
+
+ private:
+  void EvaluatorLoop();
+  void Record(const Evaluation& e, std::int64_t env_steps, double elapsed);
+  void PrintProgress(const RunProgress& p, double elapsed, bool final_line);
+
+  const RunMonitorOptions options_;
+  const RunDirectory& run_;
+  ScalarLog& scalars_;
+  std::function<RunProgress()> progress_;
+  const double start_offset_s_;  // SecondsSinceProcessStart() at the moment of 0 elapsed
+  rpc::Subscriber subscriber_;
+  std::unique_ptr<PolicyEvaluator> evaluator_;  // used by the evaluator thread, then Finish()
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool solved_ = false;
+  std::optional<Evaluation> solving_;  // the first evaluation that reached the target
+  std::optional<double> solve_time_s_;
+  std::optional<std::int64_t> solve_env_steps_;
+  std::optional<Evaluation> last_complete_;
+  std::optional<Evaluation> latest_;
+  std::optional<double> best_;
+  std::int64_t evaluations_ = 0;
+  RunProgress last_progress_;
+
+  double last_tick_ = -1;
+  std::int64_t last_tick_steps_ = 0, last_tick_updates_ = 0;
+  double steps_per_sec_ = 0, updates_per_sec_ = 0;
+  double last_line_ = -1e9;
+  bool tty_ = false;
+  std::thread thread_;
+};
+
+}  // namespace rlswarm::apps
