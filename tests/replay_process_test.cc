@@ -56,6 +56,10 @@ class ReplayProcessTest : public ::testing::Test {
         "--endpoint-file",
         endpoint_file,
         "replay.num_shards=" + std::to_string(num_shards),
+        // Not cartpole.yaml's paced, uniform table (tuned for training):
+        // these tests need priorities and no rate limiter.
+        "replay.selector=prioritized",
+        "replay.samples_per_insert=null",
         "replay.min_size_to_sample=1",
         "replay.capacity=300000",
         "replay.checkpoint_interval_s=0",
