@@ -1,0 +1,27 @@
+# rlswarm_observe: what a person watches a run through, with no LibTorch and
+# no ZeroMQ: so far the TensorBoard event-file writer. Included from
+# apps/CMakeLists.txt.
+#
+# scalar_log.cc is compiled in here so that the library (and observe_tests)
+# builds on its own.
+# Debian's libprotobuf-dev ships no protoc; FindProtobuf needs only the
+# headers and the library, and the writer builds its message types at run time.
+find_package(Protobuf REQUIRED)
+
+add_library(rlswarm_observe
+  ${CMAKE_CURRENT_LIST_DIR}/scalar_log.cc
+  ${CMAKE_CURRENT_LIST_DIR}/tensorboard_writer.cc
+)
+target_link_libraries(rlswarm_observe
+  PUBLIC rlswarm_common
+  PRIVATE Boost::headers Threads::Threads nlohmann_json::nlohmann_json PNG::PNG
+          protobuf::libprotobuf)
+rlswarm_set_warnings(rlswarm_observe)
+
+if(RLSWARM_BUILD_TESTS)
+  # The test reads the event file back through protobuf itself, decodes PNGs
+  # with libpng and talks HTTP through Beast, so it links those directly.
+  rlswarm_add_test(observe_tests
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/observe_test.cc
+    LIBS rlswarm_observe protobuf::libprotobuf PNG::PNG Boost::headers Threads::Threads)
+endif()
