@@ -1,6 +1,6 @@
 # rlswarm_observe: what a person watches a run through, with no LibTorch and
-# no ZeroMQ: so far the TensorBoard event-file writer. Included from
-# apps/CMakeLists.txt.
+# no ZeroMQ: the TensorBoard event-file writer and the Prometheus /metrics
+# HTTP server. Included from apps/CMakeLists.txt.
 #
 # scalar_log.cc is compiled in here so that the library (and observe_tests)
 # builds on its own.
@@ -9,6 +9,7 @@
 find_package(Protobuf REQUIRED)
 
 add_library(rlswarm_observe
+  ${CMAKE_CURRENT_LIST_DIR}/metrics_http_server.cc
   ${CMAKE_CURRENT_LIST_DIR}/scalar_log.cc
   ${CMAKE_CURRENT_LIST_DIR}/tensorboard_writer.cc
 )

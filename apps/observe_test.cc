@@ -1,5 +1,5 @@
 // The observation side of a run: TensorBoard event files read back frame by
-// frame.
+// frame, and the /metrics HTTP server over real sockets on 127.0.0.1.
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/dynamic_message.h>
@@ -19,6 +19,7 @@
 #include <limits>
 #include <optional>
 
+#include "apps/metrics_http_server.h"
 #include "apps/tensorboard_writer.h"
 #include "common/errors.h"
 
@@ -188,6 +189,227 @@ TEST(TensorBoardWriterTest, ThrowsUnavailableWhenTheDirectoryCannotBeCreated) {
   const fs::path file = dir.path() / "a_file";
   std::ofstream(file) << "x";
   EXPECT_THROW(OpenTensorBoardWriter((file / "run").string()), Unavailable);
+}
+
+// ---------------------------------------------------------------------------
+// Prometheus text and the /metrics server.
+
+TEST(PrometheusTextTest, GroupsSamplesUnderOneHelpAndType) {
+  PrometheusText text;
+  text.Gauge("rlswarm_replay_items", "Items in the replay table.", 12, {{"table", "main"}})
+      .Counter("rlswarm_env_steps_total", "Env steps taken.", 1e6)
+      .Gauge("rlswarm_replay_items", "ignored", 3.5, {{"table", "eval"}});
+  EXPECT_EQ(text.Text(),
+            "# HELP rlswarm_replay_items Items in the replay table.\n"
+            "# TYPE rlswarm_replay_items gauge\n"
+            "rlswarm_replay_items{table=\"main\"} 12\n"
+            "rlswarm_replay_items{table=\"eval\"} 3.5\n"
+            "# HELP rlswarm_env_steps_total Env steps taken.\n"
+            "# TYPE rlswarm_env_steps_total counter\n"
+            "rlswarm_env_steps_total 1000000\n");
+  EXPECT_EQ(PrometheusText().Text(), "");
+}
+
+TEST(PrometheusTextTest, EscapesAndSpellsSpecialValues) {
+  PrometheusText text;
+  text.Gauge("a:b_c", "line\\one\nline two", std::numeric_limits<double>::quiet_NaN(),
+             {{"path", "C:\\x \"q\"\n"}, {"_k2", ""}})
+      .Gauge("a:b_c", "", std::numeric_limits<double>::infinity())
+      .Gauge("a:b_c", "", -std::numeric_limits<double>::infinity(), {{"x", "1"}});
+  EXPECT_EQ(text.Text(),
+            "# HELP a:b_c line\\\\one\\nline two\n"
+            "# TYPE a:b_c gauge\n"
+            "a:b_c{path=\"C:\\\\x \\\"q\\\"\\n\",_k2=\"\"} NaN\n"
+            "a:b_c +Inf\n"
+            "a:b_c{x=\"1\"} -Inf\n");
+}
+
+TEST(PrometheusTextTest, RejectsInvalidNamesTypeClashesAndNegativeCounters) {
+  PrometheusText text;
+  for (const char* name : {"", "1abc", "a-b", "a b", "é"}) {
+    EXPECT_THROW(text.Gauge(name, "", 1), InvalidArgument) << name;
+  }
+  EXPECT_THROW(text.Gauge("ok", "", 1, {{"a:b", "v"}}), InvalidArgument);
+  EXPECT_THROW(text.Gauge("ok", "", 1, {{"__name__", "v"}}), InvalidArgument);
+  EXPECT_THROW(text.Gauge("ok", "", 1, {{"9x", "v"}}), InvalidArgument);
+  EXPECT_THROW(text.Gauge("ok", "", 1, {{"a", "1"}, {"a", "2"}}), InvalidArgument);
+  EXPECT_THROW(text.Counter("steps_total", "", -1), InvalidArgument);
+  text.Gauge("g", "", 1);
+  EXPECT_THROW(text.Counter("g", "", 1), InvalidArgument);
+  EXPECT_EQ(text.Text(), "# HELP g \n# TYPE g gauge\ng 1\n");
+}
+
+constexpr auto kClientTimeout = 10s;
+
+struct HttpResult {
+  int status = 0;
+  std::string content_type;
+  std::string allow;
+  std::string body;
+};
+
+// One request on a fresh connection, with a deadline on every step.
+HttpResult Request(int port, http::verb verb, const std::string& target) {
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.expires_after(kClientTimeout);
+  stream.connect(
+      tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+  http::request<http::empty_body> request{verb, target, 11};
+  request.set(http::field::host, "127.0.0.1");
+  request.keep_alive(false);
+  http::response<http::string_body> response;
+  beast::flat_buffer buffer;
+  beast::error_code error;
+  http::async_write(stream, request, [&](beast::error_code ec, std::size_t) {
+    if (ec) {
+      error = ec;
+      return;
+    }
+    stream.expires_after(kClientTimeout);
+    http::async_read(stream, buffer, response,
+                     [&](beast::error_code read_ec, std::size_t) { error = read_ec; });
+  });
+  io.run();
+  if (error) throw std::runtime_error("request failed: " + error.message());
+  return {static_cast<int>(response.result_int()), std::string(response[http::field::content_type]),
+          std::string(response[http::field::allow]), response.body()};
+}
+
+// A raw connection for clients that do not speak HTTP properly.
+class RawClient {
+ public:
+  explicit RawClient(int port) : stream_(io_) {
+    stream_.connect(
+        tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+  }
+
+  // Errors are ignored: the server may close while a long write is in flight.
+  void Send(const std::string& bytes) {
+    beast::error_code ignored;
+    asio::write(stream_.socket(), asio::buffer(bytes), ignored);
+  }
+
+  // Everything read so far.
+  const std::string& received() const { return received_; }
+
+  // Reads until the server closes the connection (true) or `timeout` passes.
+  bool WaitForClose(std::chrono::steady_clock::duration timeout) {
+    bool closed = false;
+    std::array<char, 4096> chunk;
+    std::function<void()> read = [&] {
+      stream_.async_read_some(asio::buffer(chunk), [&](beast::error_code ec, std::size_t n) {
+        received_.append(chunk.data(), n);
+        if (ec == asio::error::eof || ec == asio::error::connection_reset) {
+          closed = true;
+        } else if (!ec) {
+          read();
+        }
+      });
+    };
+    stream_.expires_after(timeout);
+    read();
+    io_.restart();
+    io_.run();
+    return closed;
+  }
+
+ private:
+  asio::io_context io_;
+  beast::tcp_stream stream_;
+  std::string received_;
+};
+
+const std::function<std::string()> kRender = [] {
+  return PrometheusText().Gauge("up", "The run is up.", 1).Text();
+};
+
+TEST(MetricsHttpServerTest, ServesMetricsOnAPickedPort) {
+  MetricsHttpServer server("127.0.0.1", 0, kRender);
+  ASSERT_GT(server.port(), 0);
+  const HttpResult result = Request(server.port(), http::verb::get, "/metrics");
+  EXPECT_EQ(result.status, 200);
+  EXPECT_TRUE(result.content_type.starts_with("text/plain; version=0.0.4")) << result.content_type;
+  EXPECT_EQ(result.body, "# HELP up The run is up.\n# TYPE up gauge\nup 1\n");
+  EXPECT_EQ(Request(server.port(), http::verb::get, "/metrics?x=1").status, 200);
+}
+
+TEST(MetricsHttpServerTest, AnswersOtherPathsWith404AndOtherMethodsWith405) {
+  MetricsHttpServer server("127.0.0.1", 0, kRender);
+  EXPECT_EQ(Request(server.port(), http::verb::get, "/").status, 404);
+  EXPECT_EQ(Request(server.port(), http::verb::get, "/metricsx").status, 404);
+  const HttpResult post = Request(server.port(), http::verb::post, "/metrics");
+  EXPECT_EQ(post.status, 405);
+  EXPECT_EQ(post.allow, "GET");
+}
+
+TEST(MetricsHttpServerTest, ServesEveryRequestOfAKeptAliveConnection) {
+  MetricsHttpServer server("127.0.0.1", 0, kRender);
+  RawClient client(server.port());
+  client.Send(
+      "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\nGET /metrics HTTP/1.1\r\nHost: x\r\n"
+      "Connection: close\r\n\r\n");
+  EXPECT_TRUE(client.WaitForClose(kClientTimeout));  // after the second answer
+  const std::string& received = client.received();
+  const std::size_t first = received.find("HTTP/1.1 200 OK");
+  ASSERT_NE(first, std::string::npos) << received;
+  EXPECT_NE(received.find("HTTP/1.1 200 OK", first + 1), std::string::npos) << received;
+}
+
+TEST(MetricsHttpServerTest, ClosesAGarbageConnectionAndKeepsServing) {
+  MetricsHttpServer server("127.0.0.1", 0, kRender);
+  RawClient garbage(server.port());
+  garbage.Send(std::string("\x00\xff\x13 not http at all\r\n\r\n", 22));
+  EXPECT_TRUE(garbage.WaitForClose(kClientTimeout));
+
+  RawClient oversized(server.port());
+  oversized.Send("GET /metrics HTTP/1.1\r\nX: " + std::string(64 * 1024, 'a') + "\r\n\r\n");
+  EXPECT_TRUE(oversized.WaitForClose(kClientTimeout));
+
+  EXPECT_EQ(Request(server.port(), http::verb::get, "/metrics").status, 200);
+}
+
+TEST(MetricsHttpServerTest, ASilentClientDoesNotBlockAnother) {
+  MetricsHttpServer server("127.0.0.1", 0, kRender);
+  RawClient silent(server.port());
+  RawClient half(server.port());
+  half.Send("GET /metr");
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(Request(server.port(), http::verb::get, "/metrics").status, 200);
+  // Well under the server's 5 s read timeout: nobody waited for the others.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 4s);
+  // And the silent one is dropped at the read timeout.
+  EXPECT_TRUE(silent.WaitForClose(kClientTimeout));
+}
+
+TEST(MetricsHttpServerTest, AnswersA500WhenRenderThrowsAndKeepsServing) {
+  int calls = 0;
+  MetricsHttpServer server("127.0.0.1", 0, [&calls]() -> std::string {
+    if (++calls == 1) throw Unavailable("replay not reachable");
+    return "ok\n";
+  });
+  EXPECT_EQ(Request(server.port(), http::verb::get, "/metrics").status, 500);
+  EXPECT_EQ(Request(server.port(), http::verb::get, "/metrics").body, "ok\n");
+}
+
+TEST(MetricsHttpServerTest, StopClosesOpenConnectionsAndIsIdempotent) {
+  auto server = std::make_unique<MetricsHttpServer>("127.0.0.1", 0, kRender);
+  const int port = server->port();
+  RawClient idle(port);
+  const auto start = std::chrono::steady_clock::now();
+  server->Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 4s);
+  EXPECT_TRUE(idle.WaitForClose(kClientTimeout));
+  server->Stop();
+  server.reset();
+}
+
+TEST(MetricsHttpServerTest, RejectsABadAddressAndABusyPort) {
+  EXPECT_THROW(MetricsHttpServer("not an address", 0, kRender), InvalidArgument);
+  EXPECT_THROW(MetricsHttpServer("127.0.0.1", 70000, kRender), InvalidArgument);
+  EXPECT_THROW(MetricsHttpServer("127.0.0.1", 0, nullptr), InvalidArgument);
+  MetricsHttpServer first("127.0.0.1", 0, kRender);
+  EXPECT_THROW(MetricsHttpServer("127.0.0.1", first.port(), kRender), Unavailable);
 }
 
 }  // namespace
