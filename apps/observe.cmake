@@ -1,15 +1,19 @@
 # rlswarm_observe: what a person watches a run through, with no LibTorch and
-# no ZeroMQ: the TensorBoard event-file writer and the Prometheus /metrics
-# HTTP server. Included from apps/CMakeLists.txt.
+# no ZeroMQ: the TensorBoard event-file writer, the Prometheus /metrics HTTP
+# server and the learning-curve plotter. Included from apps/CMakeLists.txt.
 #
-# scalar_log.cc is compiled in here so that the library (and observe_tests)
-# builds on its own.
+# scalar_log.cc and png_writer.cc are compiled in here so that the library
+# (and observe_tests) builds on its own; png_writer.cc only needs the
+# header-only envs::Image from envs/render.h, not the envs library.
+find_package(PNG REQUIRED)
 # Debian's libprotobuf-dev ships no protoc; FindProtobuf needs only the
 # headers and the library, and the writer builds its message types at run time.
 find_package(Protobuf REQUIRED)
 
 add_library(rlswarm_observe
+  ${CMAKE_CURRENT_LIST_DIR}/learning_curve_plot.cc
   ${CMAKE_CURRENT_LIST_DIR}/metrics_http_server.cc
+  ${CMAKE_CURRENT_LIST_DIR}/png_writer.cc
   ${CMAKE_CURRENT_LIST_DIR}/scalar_log.cc
   ${CMAKE_CURRENT_LIST_DIR}/tensorboard_writer.cc
 )

@@ -1,10 +1,12 @@
 // The observation side of a run: TensorBoard event files read back frame by
-// frame, and the /metrics HTTP server over real sockets on 127.0.0.1.
+// frame, the /metrics HTTP server over real sockets on 127.0.0.1, and the
+// learning-curve PNG decoded with libpng.
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/message.h>
 #include <gtest/gtest.h>
+#include <png.h>
 #include <unistd.h>
 
 #include <boost/asio/connect.hpp>
@@ -19,6 +21,7 @@
 #include <limits>
 #include <optional>
 
+#include "apps/learning_curve_plot.h"
 #include "apps/metrics_http_server.h"
 #include "apps/tensorboard_writer.h"
 #include "common/errors.h"
@@ -410,6 +413,115 @@ TEST(MetricsHttpServerTest, RejectsABadAddressAndABusyPort) {
   EXPECT_THROW(MetricsHttpServer("127.0.0.1", 0, nullptr), InvalidArgument);
   MetricsHttpServer first("127.0.0.1", 0, kRender);
   EXPECT_THROW(MetricsHttpServer("127.0.0.1", first.port(), kRender), Unavailable);
+}
+
+// ---------------------------------------------------------------------------
+// Learning-curve plots.
+
+// A decoded RGB PNG.
+envs::Image ReadPng(const std::string& path) {
+  png_image png;
+  std::memset(&png, 0, sizeof(png));
+  png.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_file(&png, path.c_str())) {
+    throw std::runtime_error("cannot read " + path + ": " + png.message);
+  }
+  png.format = PNG_FORMAT_RGB;
+  envs::Image image;
+  image.width = static_cast<int>(png.width);
+  image.height = static_cast<int>(png.height);
+  image.rgb.resize(PNG_IMAGE_SIZE(png));
+  if (!png_image_finish_read(&png, nullptr, image.rgb.data(), 0, nullptr)) {
+    throw std::runtime_error("cannot decode " + path + ": " + png.message);
+  }
+  return image;
+}
+
+// Pixels of `colour` in rows [y0, y1).
+int CountColour(const envs::Image& image, const std::array<std::uint8_t, 3>& colour, int y0,
+                int y1) {
+  int count = 0;
+  for (int y = y0; y < y1; ++y) {
+    for (int x = 0; x < image.width; ++x) {
+      const std::uint8_t* p = &image.rgb[(static_cast<std::size_t>(y) * image.width + x) * 3];
+      count += p[0] == colour[0] && p[1] == colour[1] && p[2] == colour[2];
+    }
+  }
+  return count;
+}
+
+std::vector<Scalar> Curves() {
+  std::vector<Scalar> scalars;
+  for (int i = 0; i <= 100; ++i) {
+    scalars.push_back({"eval/mean_return", i * 10'000, 0, 20.0 + 480.0 * i / 100});
+    scalars.push_back({"learner/loss", i * 10'000, 0, 1.0 / (1 + i)});
+  }
+  return scalars;
+}
+
+TEST(LearningCurvePlotTest, WritesOnePanelPerPresentTagWithTheCurveInIt) {
+  TempDir dir;
+  const std::string path = (dir.path() / "curves.png").string();
+  PlotLearningCurves(Curves(), {"eval/mean_return", "not/there", "learner/loss"}, path);
+  const envs::Image image = ReadPng(path);
+  EXPECT_EQ(image.width, 1200);
+  EXPECT_EQ(image.height, 2 * 300);
+  EXPECT_GT(CountColour(image, kCurveColour, 0, 300), 500);
+  EXPECT_GT(CountColour(image, kCurveColour, 300, 600), 500);
+  EXPECT_GT(CountColour(image, {255, 255, 255}, 0, 600), 1200 * 600 / 2);  // white background
+  EXPECT_GT(CountColour(image, {0, 0, 0}, 0, 300), 200);  // axes, ticks, labels, title
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+}
+
+TEST(LearningCurvePlotTest, PlotsEveryTagWhenNoneAreNamed) {
+  const envs::Image image = RenderLearningCurves(Curves(), {}, 600, 200);
+  EXPECT_EQ(image.width, 600);
+  EXPECT_EQ(image.height, 400);
+  EXPECT_EQ(image.rgb.size(), 600u * 400 * 3);
+}
+
+TEST(LearningCurvePlotTest, ListsTheAvailableTagsWhenNoneMatch) {
+  try {
+    RenderLearningCurves(Curves(), {"eval/return", "loss"});
+    FAIL() << "no InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("eval/mean_return, learner/loss"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(RenderLearningCurves({}, {}), InvalidArgument);
+  EXPECT_THROW(RenderLearningCurves(Curves(), {}, 100, 300), InvalidArgument);
+  EXPECT_THROW(RenderLearningCurves(Curves(), {}, 1200, 50), InvalidArgument);
+}
+
+TEST(LearningCurvePlotTest, SkipsNanAndInfiniteValues) {
+  std::vector<Scalar> clean = Curves();
+  std::vector<Scalar> dirty = clean;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  dirty.push_back({"learner/loss", 55'000, 0, nan});
+  dirty.push_back({"learner/loss", 65'000, 0, inf});
+  dirty.push_back({"learner/loss", 75'000, 0, -inf});
+  const envs::Image a = RenderLearningCurves(clean, {"learner/loss"});
+  const envs::Image b = RenderLearningCurves(dirty, {"learner/loss"});
+  EXPECT_EQ(a.rgb, b.rgb);  // same axes, same curve
+
+  const envs::Image only_nan = RenderLearningCurves({{"x", 1, 0, nan}, {"x", 2, 0, inf}}, {"x"});
+  EXPECT_EQ(CountColour(only_nan, kCurveColour, 0, only_nan.height), 0);
+}
+
+TEST(LearningCurvePlotTest, SurvivesExtremeRanges) {
+  const double big = std::numeric_limits<double>::max();
+  // A range that overflows, and one below the values' precision.
+  EXPECT_EQ(RenderLearningCurves({{"x", 0, 0, -big}, {"x", 1, 0, big}}, {"x"}).height, 300);
+  EXPECT_EQ(RenderLearningCurves({{"x", 0, 0, 1e17}, {"x", 1, 0, 1e17 + 16}}, {"x"}).height, 300);
+}
+
+TEST(LearningCurvePlotTest, DrawsASinglePointAndAFlatLine) {
+  const envs::Image point = RenderLearningCurves({{"x", 5, 0, 3.0}}, {"x"});
+  EXPECT_GT(CountColour(point, kCurveColour, 0, point.height), 10);  // its marker
+  const envs::Image flat =
+      RenderLearningCurves({{"x", 0, 0, 0.0}, {"x", 1'000'000, 0, 0.0}}, {"x"});
+  EXPECT_GT(CountColour(flat, kCurveColour, 0, flat.height), 500);
 }
 
 }  // namespace
