@@ -25,5 +25,7 @@ void AddLearnerCommand(CLI::App& app);
 // `rlswarm launch CONFIG [section.key=value ...] [--run-dir DIR]`,
 // `rlswarm launch --resume RUN_DIR`
 void AddLaunchCommand(CLI::App& app);
+// `rlswarm plot RUN_DIR [--tags a,b] [--out FILE]`
+void AddPlotCommand(CLI::App& app);
 
 }  // namespace rlswarm::apps

@@ -11,6 +11,7 @@
 
 #include "actors/actor.h"
 #include "actors/q_policy.h"
+#include "apps/metrics_http_server.h"
 #include "apps/role_options.h"
 #include "apps/run_monitor.h"
 #include "learner/dqn_learner.h"
@@ -232,6 +233,8 @@ RunSummary RunEmbedded(ExperimentConfig config, const RunDirectory& run, ScalarL
   monitor_options.earlier = earlier;
   RunMonitor monitor(monitor_options, run, scalars, progress);
   monitor.Start();
+  const std::unique_ptr<MetricsHttpServer> metrics =
+      StartMetricsEndpoint(config.launch, run, monitor);
   spdlog::info("embedded run: {} replay shard(s), 1 learner rank, {} actor(s) x {} {} envs",
                shards.size(), actor_threads.size(), config.env.num_envs, config.env.name);
 

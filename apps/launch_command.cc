@@ -17,6 +17,7 @@
 #include "apps/process_control.h"
 #include "apps/run_directory.h"
 #include "apps/scalar_log.h"
+#include "apps/tensorboard_writer.h"
 #include "common/logging.h"
 
 namespace rlswarm::apps {
@@ -92,6 +93,7 @@ void RunLaunch(LaunchArgs args) {
   const sigset_t stop_signals = BlockStopSignals();
   ScalarLog scalars;
   scalars.Add(OpenJsonlScalarWriter(run.scalars().string()));
+  scalars.Add(OpenTensorBoardWriter(run.tensorboard().string()));
 
   RunSummary summary;
   if (mode == "embedded") {

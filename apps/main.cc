@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   rlswarm::apps::AddLearnerCommand(app);
   rlswarm::apps::AddActorCommand(app);
   rlswarm::apps::AddLaunchCommand(app);
+  rlswarm::apps::AddPlotCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

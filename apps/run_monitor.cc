@@ -9,6 +9,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "apps/metrics_http_server.h"
+#include "apps/process_control.h"
+
 namespace rlswarm::apps {
 namespace {
 
@@ -191,6 +194,44 @@ void RunMonitor::PrintProgress(const RunProgress& p, double elapsed, bool final_
   std::fflush(stderr);
 }
 
+std::string RunMonitor::PrometheusMetrics() const {
+  std::lock_guard lock(mu_);
+  const RunProgress& p = last_progress_;
+  PrometheusText text;
+  text.Counter("rlswarm_env_steps_total", "env steps of the run", static_cast<double>(p.env_steps))
+      .Counter("rlswarm_learner_updates_total", "learner updates", static_cast<double>(p.updates))
+      .Gauge("rlswarm_env_steps_per_second", "env steps per second, last tick", steps_per_sec_)
+      .Gauge("rlswarm_learner_updates_per_second", "learner updates per second, last tick",
+             updates_per_sec_)
+      .Gauge("rlswarm_replay_size", "items in replay, all shards",
+             static_cast<double>(p.replay_size))
+      .Counter("rlswarm_replay_inserted_total", "items inserted, all shards",
+               static_cast<double>(p.replay_inserted))
+      .Counter("rlswarm_replay_sampled_total", "items sampled, all shards",
+               static_cast<double>(p.replay_sampled))
+      .Counter("rlswarm_restarts_total", "processes restarted (processes mode)",
+               static_cast<double>(p.restarts))
+      .Counter("rlswarm_evaluations_total", "evaluations of the learner's weights",
+               static_cast<double>(evaluations_))
+      .Gauge("rlswarm_solved", "1 once an evaluation reached launch.target_return",
+             solved_ ? 1 : 0);
+  if (p.train_return) text.Gauge("rlswarm_train_return", "recent training return", *p.train_return);
+  if (p.loss) text.Gauge("rlswarm_learner_loss", "learner loss, last interval", *p.loss);
+  if (p.staleness) {
+    text.Gauge("rlswarm_learner_staleness_updates", "updates between acting and learning",
+               *p.staleness);
+  }
+  if (p.version_lag) {
+    text.Gauge("rlswarm_actor_version_lag_updates", "actors' weights behind the learner",
+               *p.version_lag);
+  }
+  if (last_complete_) {
+    text.Gauge("rlswarm_eval_mean_return", "mean return of the last complete evaluation",
+               last_complete_->mean_return);
+  }
+  return text.Text();
+}
+
 RunSummary RunMonitor::Finish(const std::string& stop_reason) {
   {
     std::lock_guard lock(mu_);
@@ -251,6 +292,19 @@ RunSummary RunMonitor::Finish(const std::string& stop_reason) {
     s.env_steps_to_solve = solve_env_steps_;
   }
   return s;
+}
+
+std::unique_ptr<MetricsHttpServer> StartMetricsEndpoint(const LaunchSection& launch,
+                                                        const RunDirectory& run,
+                                                        const RunMonitor& monitor) {
+  if (launch.metrics_port < 0) return nullptr;
+  auto server =
+      std::make_unique<MetricsHttpServer>("127.0.0.1", static_cast<int>(launch.metrics_port),
+                                          [&monitor] { return monitor.PrometheusMetrics(); });
+  const std::string url = fmt::format("http://127.0.0.1:{}/metrics", server->port());
+  WriteLinesAtomically((run.endpoints() / "metrics").string(), {url});
+  spdlog::info("Prometheus metrics on {}", url);
+  return server;
 }
 
 }  // namespace rlswarm::apps

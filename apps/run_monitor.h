@@ -35,6 +35,8 @@
 
 namespace rlswarm::apps {
 
+class MetricsHttpServer;
+
 // One sample of a run's state; unknown values stay empty.
 struct RunProgress {
   std::int64_t env_steps = 0;
@@ -82,6 +84,9 @@ class RunMonitor {
   RunSummary Finish(const std::string& stop_reason);
 
   double Elapsed() const;  // seconds, including earlier runs
+  // The latest progress and evaluation in the Prometheus text format (for
+  // the launcher's /metrics endpoint). Thread-safe.
+  std::string PrometheusMetrics() const;
 
  private:
   void EvaluatorLoop();
@@ -116,5 +121,12 @@ class RunMonitor {
   bool tty_ = false;
   std::thread thread_;
 };
+
+// The launcher's Prometheus endpoint (launch.metrics_port; -1 = none):
+// http://127.0.0.1:<port>/metrics serving monitor.PrometheusMetrics(); its
+// URL goes to <run>/endpoints/metrics. `monitor` must outlive it.
+std::unique_ptr<MetricsHttpServer> StartMetricsEndpoint(const LaunchSection& launch,
+                                                        const RunDirectory& run,
+                                                        const RunMonitor& monitor);
 
 }  // namespace rlswarm::apps

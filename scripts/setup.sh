@@ -19,8 +19,9 @@ packages=(
   # Boost (Asio, Beast, Process) and the rest of the third-party libraries.
   libboost-dev libboost-filesystem-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
-  # PNG frames of evaluated episodes (rlswarm evaluate --record).
-  libpng-dev
+  # PNG frames of evaluated episodes (rlswarm evaluate --record) and plots;
+  # protobuf for TensorBoard event files (message types built at run time).
+  libpng-dev libprotobuf-dev
   # Tests and benchmarks; clang with its runtime for libFuzzer targets.
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
 )
