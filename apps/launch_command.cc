@@ -52,16 +52,18 @@ void RunLaunch(LaunchArgs args) {
     args.overrides.insert(args.overrides.begin(), args.config_file);
     args.config_file.clear();
   }
-  const std::string config_file =
-      resume ? (std::filesystem::path(args.resume) / "config.yaml").string() : args.config_file;
+  // A resumed run's directory is checked first: its config is in it.
+  std::optional<RunDirectory> resumed;
+  if (resume) resumed = RunDirectory::Open(args.resume, /*resume=*/true);
+  const std::string config_file = resume ? resumed->config().string() : args.config_file;
   ExperimentConfig config = ExperimentConfig::Load(config_file, args.overrides);
-
-  const std::filesystem::path root =
+  const RunDirectory run =
       resume
-          ? std::filesystem::path(args.resume)
-          : (args.run_dir.empty() ? RunDirectory::DefaultPath(config.launch.runs_dir, config_file)
-                                  : std::filesystem::path(args.run_dir));
-  const RunDirectory run = RunDirectory::Open(root, resume);
+          ? *resumed
+          : RunDirectory::Open(args.run_dir.empty()
+                                   ? RunDirectory::DefaultPath(config.launch.runs_dir, config_file)
+                                   : std::filesystem::path(args.run_dir),
+                               /*resume=*/false);
   // Checkpoints live in the run directory unless the config says otherwise,
   // so --resume finds them.
   if (config.learner.checkpoint_dir.empty()) {

@@ -1,0 +1,186 @@
+// `rlswarm launch` as users run it: CartPole end to end in embedded mode
+// (solved, with everything in the run directory), SIGINT then --resume, and
+// the launcher's own errors.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/child_process.h"
+
+namespace rlswarm {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Json = nlohmann::json;
+using testing::ChildProcess;
+
+class LaunchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "launch_test_XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+  static std::string CartPole() { return std::string(RLSWARM_CONFIGS_DIR) + "/cartpole.yaml"; }
+
+  std::unique_ptr<ChildProcess> Launch(std::vector<std::string> args, const std::string& log) {
+    args.insert(args.begin(), {RLSWARM_BINARY, "launch"});
+    return std::make_unique<ChildProcess>(args, dir_ + "/" + log);
+  }
+  static Json ReadJson(const fs::path& path) {
+    std::ifstream in(path);
+    return Json::parse(in);
+  }
+  // The last value of `tag` in the run's scalars.jsonl, or -1.
+  static double LastScalar(const fs::path& run, const std::string& tag) {
+    std::ifstream in(run / "scalars.jsonl");
+    double value = -1;
+    std::string line;
+    while (std::getline(in, line)) {
+      const Json j = Json::parse(line, nullptr, false);
+      if (j.is_object() && j.value("tag", "") == tag) value = j["value"].get<double>();
+    }
+    return value;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(LaunchTest, EmbeddedCartPoleIsSolvedAndTheRunDirectoryHoldsEverything) {
+  const fs::path run = fs::path(dir_) / "run";
+  auto launch = Launch({CartPole(), "--run-dir", run.string(), "launch.max_wall_time_s=240",
+                        "launch.metrics_port=0"},
+                       "launch.log");
+  const auto code = launch->Wait(300s);
+  ASSERT_TRUE(code.has_value()) << launch->Log();
+  ASSERT_EQ(*code, 0) << launch->Log();
+
+  const Json summary = ReadJson(run / "summary.json");
+  // The interface bench/e2e.sh and users read.
+  for (const char* key : {"solved", "time_to_solve_s", "env_steps_to_solve", "updates",
+                          "final_eval_mean_return", "final_eval_episodes"}) {
+    EXPECT_TRUE(summary.contains(key)) << key;
+  }
+  EXPECT_TRUE(summary["solved"].get<bool>()) << summary.dump(2) << launch->Log();
+  EXPECT_EQ(summary["stop_reason"], "solved");
+  EXPECT_EQ(summary["mode"], "embedded");
+  EXPECT_GE(summary["final_eval_mean_return"].get<double>(), 475.0);
+  EXPECT_EQ(summary["final_eval_episodes"], 100);
+  EXPECT_GT(summary["updates"].get<std::int64_t>(), 0);
+  EXPECT_GE(summary["env_steps"].get<std::int64_t>(),
+            summary["env_steps_to_solve"].get<std::int64_t>());
+  EXPECT_LE(summary["time_to_solve_s"].get<double>(), summary["wall_time_s"].get<double>());
+  // stdout ends with the same summary.
+  EXPECT_NE(launch->Log().find("\"stop_reason\": \"solved\""), std::string::npos);
+
+  EXPECT_TRUE(fs::exists(run / "config.yaml"));
+  EXPECT_GT(fs::file_size(run / "logs" / "launch.log"), 0u);
+  EXPECT_GT(fs::file_size(run / "episodes" / "actor-0.jsonl"), 0u);
+  EXPECT_GT(LastScalar(run, "learner/updates"), 0);
+  EXPECT_GE(LastScalar(run, "eval/mean_return"), 475.0);
+  // The solving evaluation is in evaluations.jsonl.
+  bool solved_line = false;
+  std::ifstream evaluations(run / "evaluations.jsonl");
+  for (std::string line; std::getline(evaluations, line);) {
+    if (Json::parse(line)["reached_target"].get<bool>()) solved_line = true;
+  }
+  EXPECT_TRUE(solved_line);
+  int event_files = 0;
+  for (const auto& f : fs::directory_iterator(run / "tensorboard")) {
+    event_files += f.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+    EXPECT_GT(fs::file_size(f.path()), 0u);
+  }
+  EXPECT_EQ(event_files, 1);
+  std::string metrics_url;
+  std::getline(std::ifstream(run / "endpoints" / "metrics"), metrics_url);
+  EXPECT_EQ(metrics_url.rfind("http://127.0.0.1:", 0), 0u) << metrics_url;
+  // Final checkpoints of the learner and of the replay shard.
+  int learner_checkpoints = 0;
+  for (const auto& f : fs::directory_iterator(run / "checkpoints" / "learner")) {
+    learner_checkpoints += f.path().filename().string().rfind("update-", 0) == 0;
+  }
+  EXPECT_GE(learner_checkpoints, 1);
+  EXPECT_TRUE(fs::exists(run / "checkpoints" / "replay" / "shard-0"));
+
+  // The learning curves can be drawn.
+  auto plot = std::make_unique<ChildProcess>(
+      std::vector<std::string>{RLSWARM_BINARY, "plot", run.string()}, dir_ + "/plot.log");
+  ASSERT_EQ(plot->Wait(60s), 0) << plot->Log();
+  EXPECT_GT(fs::file_size(run / "curves.png"), 1000u);
+}
+
+TEST_F(LaunchTest, SigintStopsWithCheckpointsAndResumeContinuesTheRun) {
+  const fs::path run = fs::path(dir_) / "run";
+  // No target: the run only stops when told.
+  auto launch = Launch({CartPole(), "--run-dir", run.string(), "launch.target_return=null",
+                        "launch.episode_return_bound=null", "launch.max_wall_time_s=240"},
+                       "first.log");
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (LastScalar(run, "learner/updates") < 300 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_GE(LastScalar(run, "learner/updates"), 300) << launch->Log();
+  launch->Signal(SIGINT);
+  const auto code = launch->Wait(120s);
+  ASSERT_TRUE(code.has_value()) << launch->Log();
+  ASSERT_EQ(*code, 0) << launch->Log();
+  const Json first = ReadJson(run / "summary.json");
+  EXPECT_EQ(first["stop_reason"], "SIGINT");
+  EXPECT_FALSE(first["solved"].get<bool>());
+  const auto first_updates = first["updates"].get<std::int64_t>();
+  const auto first_steps = first["env_steps"].get<std::int64_t>();
+  EXPECT_GE(first_updates, 300);
+  // The final weights were evaluated whole.
+  EXPECT_EQ(first["final_eval_episodes"], 100);
+  EXPECT_TRUE(fs::exists(run / "checkpoints" / "learner" /
+                         ("update-" + std::string(12 - std::to_string(first_updates).size(), '0') +
+                          std::to_string(first_updates))))
+      << launch->Log();
+
+  // A second launch on the same directory without --resume refuses.
+  auto again = Launch({CartPole(), "--run-dir", run.string()}, "again.log");
+  const auto again_code = again->Wait(60s);
+  ASSERT_TRUE(again_code.has_value());
+  EXPECT_NE(*again_code, 0);
+  EXPECT_NE(again->Log().find("--resume"), std::string::npos) << again->Log();
+
+  auto resumed = Launch(
+      {"--resume", run.string(), "launch.max_env_steps=" + std::to_string(first_steps + 3000)},
+      "resumed.log");
+  const auto resumed_code = resumed->Wait(240s);
+  ASSERT_TRUE(resumed_code.has_value()) << resumed->Log();
+  ASSERT_EQ(*resumed_code, 0) << resumed->Log();
+  const Json second = ReadJson(run / "summary.json");
+  EXPECT_EQ(second["stop_reason"], "max_env_steps");
+  EXPECT_EQ(second["resumes"], 1);
+  // The learner went on from its checkpoint, the step count from the first run's.
+  EXPECT_GT(second["updates"].get<std::int64_t>(), first_updates);
+  EXPECT_GE(second["env_steps"].get<std::int64_t>(), first_steps + 3000);
+  EXPECT_GT(second["wall_time_s"].get<double>(), first["wall_time_s"].get<double>());
+  std::ifstream log(run / "logs" / "launch.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("learner resumed from"), std::string::npos);
+}
+
+TEST_F(LaunchTest, ResumeOfADirectoryWithoutARunFailsAndSaysWhy) {
+  fs::create_directories(fs::path(dir_) / "empty");
+  auto launch = Launch({"--resume", dir_ + "/empty"}, "launch.log");
+  const auto code = launch->Wait(60s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_NE(*code, 0);
+  EXPECT_NE(launch->Log().find("config.yaml is missing"), std::string::npos) << launch->Log();
+}
+
+}  // namespace
+}  // namespace rlswarm
