@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -25,6 +26,11 @@ void GetIf(const nlohmann::json& j, const char* key, std::optional<T>& value) {
 template <class T>
 nlohmann::json OrNull(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+// Seconds to the millisecond: the clocks behind them are coarser anyway.
+double Millis(double seconds) { return std::round(seconds * 1000) / 1000; }
+std::optional<double> Millis(const std::optional<double>& seconds) {
+  return seconds ? std::optional<double>(Millis(*seconds)) : std::nullopt;
 }
 
 // Writes `text` to `path` so that a reader sees the old or the new file,
@@ -59,7 +65,7 @@ void WriteFileAtomically(const fs::path& path, const std::string& text) {
 
 nlohmann::json RunSummary::ToJson() const {
   return {{"solved", solved},
-          {"time_to_solve_s", OrNull(time_to_solve_s)},
+          {"time_to_solve_s", OrNull(Millis(time_to_solve_s))},
           {"env_steps_to_solve", OrNull(env_steps_to_solve)},
           {"updates", updates},
           {"final_eval_mean_return", OrNull(final_eval_mean_return)},
@@ -67,7 +73,7 @@ nlohmann::json RunSummary::ToJson() const {
           {"mode", mode},
           {"stop_reason", stop_reason},
           {"env_steps", env_steps},
-          {"wall_time_s", wall_time_s},
+          {"wall_time_s", Millis(wall_time_s)},
           {"evaluations", evaluations},
           {"best_eval_mean_return", OrNull(best_eval_mean_return)},
           {"resumes", resumes},
