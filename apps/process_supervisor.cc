@@ -189,7 +189,10 @@ class ProcessSupervisor::Impl {
   };
 
   // Supervisor-thread steps.
-  void SpawnChild(size_t i);  // throws Unavailable
+  // Forks and execs child i, then watches for its exit. Waits only for the
+  // exec to succeed or fail (Boost.Process reads a close-on-exec pipe), never
+  // for the child's run. Throws Unavailable.
+  void SpawnChild(size_t i);
   void WatchExit(size_t i);
   void OnExitReady(size_t i);
   void OnChildExited(size_t i, int wait_status);
@@ -243,6 +246,7 @@ void ProcessSupervisor::Impl::Add(ChildSpec spec) {
   Child child;
   child.status.name = spec.name;
   child.spec = std::move(spec);
+  std::lock_guard status_lock(status_mu_);  // Status() may read children_ meanwhile
   children_.push_back(std::move(child));
 }
 
@@ -344,10 +348,15 @@ void ProcessSupervisor::Impl::SpawnChild(size_t i) {
   std::vector<std::string> args(c.spec.argv.begin() + 1, c.spec.argv.end());
   std::error_code ec;
   pid_t pid = 0;
+  pid_t failed_pid = 0;  // forked, but its exec failed: Boost.Process does not reap it
   try {
     bp::child child(
         bp::exe = c.exe, bp::args = args, env, ec,
-        bp::extend::on_exec_setup = [&setup](auto&) { setup.Run(); });
+        bp::extend::on_exec_setup = [&setup](auto&) { setup.Run(); },
+        bp::extend::on_error =
+            [&failed_pid](auto& exec, const std::error_code&) {
+              if (exec.pid > 0) failed_pid = exec.pid;
+            });
     if (!ec) {
       pid = child.id();
       child.detach();  // the supervisor waits for and signals the pid itself
@@ -357,6 +366,11 @@ void ProcessSupervisor::Impl::SpawnChild(size_t i) {
     throw Unavailable("child '" + c.spec.name + "': cannot start '" + c.exe + "': " + e.what());
   }
   if (log_fd >= 0) ::close(log_fd);
+  if (failed_pid > 0) {
+    // It has reported its exec error and is exiting: a short, bounded wait.
+    while (::waitpid(failed_pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
   if (ec || pid <= 0) {
     throw Unavailable("child '" + c.spec.name + "': cannot start '" + c.exe +
                       "': " + (ec ? ec.message() : std::string("no pid")));

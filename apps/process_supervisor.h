@@ -11,7 +11,8 @@
 // awaited asynchronously through a pidfd (Linux >= 5.3; where pidfd_open is
 // unavailable, e.g. under an old seccomp profile, the exit is polled every
 // 20 ms instead). Backoff and stop grace periods are steady_timers. The
-// supervisor thread never blocks on a child.
+// supervisor thread never blocks on a child (spawning waits only until the
+// child's exec has succeeded or failed).
 //
 // Children and the launcher's life:
 //  - Each child gets PR_SET_PDEATHSIG(SIGKILL), so `kill -9` of the launcher

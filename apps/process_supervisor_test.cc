@@ -433,6 +433,9 @@ TEST(ProcessSupervisorTest, ExecFailureStopsTheChildrenAlreadyStarted) {
   ChildStatus good = StatusOf(supervisor, "good");
   EXPECT_FALSE(good.running);
   EXPECT_TRUE(good.last_signal.has_value() || good.last_exit_code.has_value());
+  // The child whose exec failed was reaped too: this process has no children left.
+  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
 }
 
 TEST(ProcessSupervisorTest, DestructorStopsRunningChildren) {
@@ -481,6 +484,7 @@ TEST(ProcessSupervisorTest, ChildrenDieWhenTheLauncherIsKilled) {
   int status = 0;
   ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
   EXPECT_TRUE(WaitFor([&] { return ProcessGone(child); }));
+  if (!ProcessGone(child)) ::kill(child, SIGKILL);  // leave no orphan behind a failure
 }
 
 TEST(SupervisorOptionsTest, ValidateRejectsNonsense) {
