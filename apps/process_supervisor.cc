@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -225,6 +226,10 @@ class ProcessSupervisor::Impl {
 
   mutable std::mutex status_mu_;  // guards Child::status
 
+  // Set by the supervisor thread itself, so that a callback calling Stop() is
+  // caught before it deadlocks on lifecycle_mu_.
+  std::atomic<std::thread::id> supervisor_thread_id_;
+
   std::mutex lifecycle_mu_;  // serialises Add/Start/Stop; guards the three below
   bool started_ = false;
   bool stopped_ = false;
@@ -291,7 +296,10 @@ void ProcessSupervisor::Impl::Start(ExitCallback on_exit, GiveUpCallback on_give
       spawned.set_exception(std::current_exception());
     }
   });
-  thread_ = std::thread([this] { io_.run(); });
+  thread_ = std::thread([this] {
+    supervisor_thread_id_ = std::this_thread::get_id();
+    io_.run();
+  });
   try {
     spawned.get_future().get();
   } catch (...) {
@@ -302,14 +310,14 @@ void ProcessSupervisor::Impl::Start(ExitCallback on_exit, GiveUpCallback on_give
 }
 
 void ProcessSupervisor::Impl::Stop() {
+  if (std::this_thread::get_id() == supervisor_thread_id_.load()) {
+    SPDLOG_CRITICAL("ProcessSupervisor::Stop called from the supervisor thread (a callback)");
+    std::abort();
+  }
   std::lock_guard lock(lifecycle_mu_);
   if (stopped_) return;
   stopped_ = true;
   if (!thread_.joinable()) return;  // never started, or failed before its thread
-  if (std::this_thread::get_id() == thread_.get_id()) {
-    SPDLOG_CRITICAL("ProcessSupervisor::Stop called from the supervisor thread (a callback)");
-    std::abort();
-  }
   asio::post(io_, [this] { BeginStop(); });
   thread_.join();
 }
