@@ -558,7 +558,6 @@ void ProcessSupervisor::Impl::MaybeRestart(Unit& unit) {
       SpawnChild(m);
     } catch (const Unavailable& e) {
       // As if it had crashed at once: the unit backs off (or is given up).
-      SPDLOG_ERROR("{}", e.what());
       SetStatus(c, [&](ChildStatus& s) { s.restarts = c.restarts; });
       OnCrash(unit, c, std::string("failed to start: ") + e.what());
       return;

@@ -335,6 +335,78 @@ TEST(ProcessSupervisorTest, GroupRestartsTogetherWhenOneMemberDies) {
   EXPECT_EQ(exits[0].name, "learner-0");
 }
 
+TEST(ProcessSupervisorTest, GroupRestartKillsAMemberThatIgnoresSigterm) {
+  TempDir dir;
+  SupervisorOptions options = FastOptions();
+  options.stop_grace = 200ms;
+  ProcessSupervisor supervisor(options);
+  ChildSpec rank0 = Sleeper("learner-0");
+  rank0.group = "learner";
+  ChildSpec rank1 =
+      Shell("learner-1", "trap '' TERM; touch " + (dir / "ready") + "; exec /bin/sleep 1000");
+  rank1.group = "learner";
+  supervisor.Add(rank0);
+  supervisor.Add(rank1);
+  supervisor.Start();
+  ASSERT_TRUE(WaitFor([&] { return Exists(dir / "ready"); }));
+
+  ASSERT_EQ(::kill(*supervisor.Pid("learner-0"), SIGKILL), 0);
+  ASSERT_TRUE(WaitFor([&] {
+    ChildStatus s0 = StatusOf(supervisor, "learner-0");
+    ChildStatus s1 = StatusOf(supervisor, "learner-1");
+    return s0.running && s0.restarts == 1 && s1.running && s1.restarts == 1;
+  }));
+  EXPECT_EQ(StatusOf(supervisor, "learner-1").last_signal, SIGKILL);
+}
+
+TEST(ProcessSupervisorTest, GroupIsGivenUpAsAWhole) {
+  SupervisorOptions options = FastOptions();
+  options.max_restarts = 1;
+  ProcessSupervisor supervisor(options);
+  Events events;
+  events.Attach(supervisor);
+  ChildSpec rank0 = Shell("learner-0", "exit 1");
+  rank0.group = "learner";
+  ChildSpec rank1 = Sleeper("learner-1");
+  rank1.group = "learner";
+  supervisor.Add(rank0);
+  supervisor.Add(rank1);
+  supervisor.Start();
+
+  ASSERT_TRUE(WaitFor(
+      [&] { return !events.GiveUps().empty() && !StatusOf(supervisor, "learner-1").running; }));
+  EXPECT_EQ(events.GiveUps(), std::vector<std::string>{"learner"});
+  for (const ChildStatus& s : supervisor.Status()) {
+    EXPECT_TRUE(s.given_up) << s.name;
+    EXPECT_EQ(s.restarts, 1) << s.name;
+  }
+}
+
+TEST(ProcessSupervisorTest, ExecutableVanishingBeforeARestartCountsAsACrash) {
+  TempDir dir;
+  const std::string program = dir / "program";
+  std::filesystem::copy_file("/bin/sleep", program);
+  SupervisorOptions options = FastOptions();
+  options.max_restarts = 2;
+  ProcessSupervisor supervisor(options);
+  Events events;
+  events.Attach(supervisor);
+  ChildSpec spec;
+  spec.name = "a";
+  spec.argv = {program, "1000"};
+  supervisor.Add(spec);
+  supervisor.Start();
+  std::filesystem::remove(program);
+
+  ASSERT_EQ(::kill(*supervisor.Pid("a"), SIGKILL), 0);
+  ASSERT_TRUE(WaitFor([&] { return StatusOf(supervisor, "a").given_up; }));
+  EXPECT_EQ(events.GiveUps(), std::vector<std::string>{"a"});
+  std::vector<Events::Exit> exits = events.Exits();
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_NE(exits[1].how.find("failed to start"), std::string::npos) << exits[1].how;
+  EXPECT_FALSE(StatusOf(supervisor, "a").running);
+}
+
 TEST(ProcessSupervisorTest, StopStopsHighestStageFirstAndWaitsForEachStage) {
   TempDir dir;
   ProcessSupervisor supervisor(FastOptions());
