@@ -261,7 +261,9 @@ TEST(ProcessSupervisorTest, GivesUpAfterMaxRestarts) {
   supervisor.Add(Shell("a", "exit 1"));
   supervisor.Start();
 
-  ASSERT_TRUE(WaitFor([&] { return StatusOf(supervisor, "a").given_up; }));
+  // on_give_up runs just after the status says so: wait for both.
+  ASSERT_TRUE(
+      WaitFor([&] { return StatusOf(supervisor, "a").given_up && !events.GiveUps().empty(); }));
   EXPECT_EQ(events.GiveUps(), std::vector<std::string>{"a"});
   EXPECT_EQ(events.Exits().size(), 3u);
   supervisor.Stop();
@@ -280,7 +282,9 @@ TEST(ProcessSupervisorTest, ChildWithoutRestartIsGivenUpAtItsFirstCrash) {
   supervisor.Add(spec);
   supervisor.Start();
 
-  ASSERT_TRUE(WaitFor([&] { return StatusOf(supervisor, "a").given_up; }));
+  // on_give_up runs just after the status says so: wait for both.
+  ASSERT_TRUE(
+      WaitFor([&] { return StatusOf(supervisor, "a").given_up && !events.GiveUps().empty(); }));
   EXPECT_EQ(events.GiveUps(), std::vector<std::string>{"a"});
   EXPECT_TRUE(events.Exits().empty());
   EXPECT_EQ(StatusOf(supervisor, "a").restarts, 0);
@@ -399,7 +403,9 @@ TEST(ProcessSupervisorTest, ExecutableVanishingBeforeARestartCountsAsACrash) {
   std::filesystem::remove(program);
 
   ASSERT_EQ(::kill(*supervisor.Pid("a"), SIGKILL), 0);
-  ASSERT_TRUE(WaitFor([&] { return StatusOf(supervisor, "a").given_up; }));
+  // on_give_up runs just after the status says so: wait for both.
+  ASSERT_TRUE(
+      WaitFor([&] { return StatusOf(supervisor, "a").given_up && !events.GiveUps().empty(); }));
   EXPECT_EQ(events.GiveUps(), std::vector<std::string>{"a"});
   std::vector<Events::Exit> exits = events.Exits();
   ASSERT_EQ(exits.size(), 2u);
