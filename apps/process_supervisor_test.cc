@@ -232,16 +232,16 @@ TEST(ProcessSupervisorTest, StableRunResetsTheBackoff) {
   TempDir dir;
   SupervisorOptions options = FastOptions();
   options.initial_backoff = 20ms;
-  options.stable_after = 300ms;
+  options.stable_after = 1s;
   ProcessSupervisor supervisor(options);
   Events events;
   events.Attach(supervisor);
-  // Incarnations 1, 2 crash at once, 3 runs 1 s (stable) then crashes, 4
+  // Incarnations 1, 2 crash at once, 3 runs 2.5 s (stable) then crashes, 4
   // crashes at once, 5 finishes.
   const std::string count = dir / "count";
-  supervisor.Add(Shell("a", "n=$(cat " + count + " 2>/dev/null || echo 0); n=$((n+1)); echo $n > " +
-                                count +
-                                "; case $n in 3) sleep 1; exit 1;; 5) exit 0;; *) exit 1;; esac"));
+  supervisor.Add(
+      Shell("a", "n=$(cat " + count + " 2>/dev/null || echo 0); n=$((n+1)); echo $n > " + count +
+                     "; case $n in 3) sleep 2.5; exit 1;; 5) exit 0;; *) exit 1;; esac"));
   supervisor.Start();
 
   ASSERT_TRUE(WaitFor([&] { return StatusOf(supervisor, "a").finished; }));
