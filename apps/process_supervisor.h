@@ -21,7 +21,10 @@
 //    supervisor thread (it lives until Stop() has finished).
 //  - Children stay in the launcher's process group: a SIGINT from the terminal
 //    (Ctrl-C) reaches the children as well as the launcher. The rlswarm roles
-//    stop cleanly on SIGINT, and the launcher's Stop() then finds them exiting.
+//    stop cleanly (exit code 0) on SIGINT, so one that is done before the
+//    launcher's Stop() begins counts as finished and is not restarted.
+//  - Only the direct child is signalled and has PDEATHSIG: run a role's binary
+//    directly (or `exec` it from a shell), not under a shell that forks it.
 //  - Children start with an empty signal mask and default SIGTERM/SIGPIPE
 //    handling, whatever the launcher blocked or ignored (BlockStopSignals()).
 //
@@ -33,10 +36,15 @@
 //    max_backoff, where k counts the consecutive crashes; a unit (a child, or a
 //    group) that ran stable_after before crashing starts again from k = 0.
 //    After max_restarts consecutive restarts the next crash gives the unit up.
+//    A restart whose exec fails (the binary vanished) counts as a crash.
 //  - group: when a member crashes, the others are sent SIGTERM (SIGKILL after
 //    stop_grace); once all are down and the backoff has passed, all members are
 //    started again (including members that had finished), because the ranks of
 //    a c10d group must rendezvous again.
+//
+// The process must leave SIGCHLD at its default and not reap children it did
+// not start (waitpid(-1, ...)); a child reaped elsewhere is seen as exiting
+// with code 255.
 //
 // Thread safety: Status() and Pid() may be called from any thread at any time.
 // Add() and the callbacks must be set up before Start(); Start() and Stop()
@@ -128,17 +136,22 @@ class ProcessSupervisor {
   std::optional<int> Pid(const std::string& name) const;
 
   // Callbacks: set before Start(); they run on the supervisor thread, must
-  // not block for long and must not call Start() or Stop() (they may call
-  // Status() and Pid()). An exception they throw is logged and dropped.
+  // not block for long and must not call Start() or Stop() (Stop() from a
+  // callback would deadlock, so it aborts the process with a message); they
+  // may call Status() and Pid(). An exception they throw is logged and dropped.
   //
   // A child exited unexpectedly (a non-zero code or a signal; `how` says which,
-  // e.g. "exited with code 3", "killed by signal 9 (KILL)") and it (with its
-  // group) will be started again in `restart_in`.
+  // e.g. "exited with code 3", "killed by signal 9 (KILL)", or "failed to
+  // start: ..." for a restart whose exec failed) and it (with its group) will
+  // be started again in `restart_in`. Not called for the crash that gives it
+  // up (on_give_up is), nor for members its group restart takes down.
   std::function<void(const std::string& name, const std::string& how,
                      std::chrono::milliseconds restart_in)>
       on_exit;
   // A child (ungrouped: its name) or a group (its group name) crashed after
-  // max_restarts consecutive restarts and will not be started again.
+  // max_restarts consecutive restarts (at its first crash if a member has
+  // restart = false) and will not be started again; a group's other members
+  // are stopped (SIGTERM, SIGKILL after stop_grace).
   std::function<void(const std::string& name)> on_give_up;
 
  private:
