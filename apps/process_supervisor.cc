@@ -216,7 +216,6 @@ class ProcessSupervisor::Impl {
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
   std::vector<Child> children_;  // fixed once started
   std::vector<Unit> units_;
-  pid_t launcher_pid_ = ::getpid();
 
   // Supervisor thread only, once Stop() has begun.
   bool stopping_ = false;
@@ -349,7 +348,7 @@ void ProcessSupervisor::Impl::SpawnChild(size_t i) {
   int log_fd = c.spec.log_file.empty() ? -1 : OpenLogFile(c.spec.name, c.spec.log_file);
   std::string head = "=== " + c.spec.name + " started pid ";
   std::string tail = " (restart " + std::to_string(c.restarts) + ") ===\n";
-  ChildSetup setup{launcher_pid_, log_fd, &head, &tail};
+  ChildSetup setup{::getpid(), log_fd, &head, &tail};
 
   bp::environment env = boost::this_process::environment();
   for (const auto& [key, value] : c.spec.env) env[key] = value;
