@@ -92,7 +92,7 @@ void RunActor(const ActorArgs& args, const CLI::App& cmd) {
                                 {"epsilon", e.epsilon},
                                 {"policy_version", e.policy_version}}
                      .dump()
-              << "\n";
+              << std::endl;  // the launcher reads the file while it grows
     }
     const auto now = std::chrono::steady_clock::now();
     if (now - last_log >= std::chrono::seconds(5)) {

@@ -15,6 +15,7 @@
 #include "apps/embedded_launch.h"
 #include "apps/experiment_config.h"
 #include "apps/process_control.h"
+#include "apps/process_launch.h"
 #include "apps/run_directory.h"
 #include "apps/scalar_log.h"
 #include "apps/tensorboard_writer.h"
@@ -81,7 +82,7 @@ void RunLaunch(LaunchArgs args) {
       earlier.resumes += 1;
     }
   }
-  const std::string mode = ResolveMode(config, /*learner_ranks=*/1);
+  const std::string mode = ResolveMode(config, static_cast<int>(config.launch.learner_ranks));
   InitLogging("launch", ParseLogLevel(config.log.level),
               (run.logs() / (mode == "embedded" ? "launch.log" : "launcher.log")).string(),
               spdlog::level::warn);
@@ -101,7 +102,7 @@ void RunLaunch(LaunchArgs args) {
   if (mode == "embedded") {
     summary = RunEmbedded(config, run, scalars, earlier, stop_signals);
   } else {
-    throw FailedPrecondition("launch.mode=processes is not available yet");
+    summary = RunProcesses(config, run, scalars, earlier, stop_signals);
   }
   scalars.Flush();
   run.WriteSummary(summary);

@@ -14,6 +14,7 @@ namespace rlswarm::apps {
 
 struct LaunchSection {
   std::string mode = "auto";
+  std::int64_t learner_ranks = 1;
   std::string runs_dir = "runs";
   std::int64_t max_env_steps = 0;
   double max_wall_time_s = 600;
@@ -37,6 +38,9 @@ struct LaunchSection {
              "embedded: every role a thread of one process (inproc://); processes: supervised "
              "child processes; auto: embedded unless the learner has several ranks",
              {"auto", "embedded", "processes"});
+    v.Field("learner_ranks", learner_ranks,
+            "learner processes (one c10d group, Gloo on CPU); more than 1 means processes mode",
+            Bounds{1, 4096});
     v.Field("runs_dir", runs_dir, "run directories go under this (runs/<config>-<time>)");
     v.Field("max_env_steps", max_env_steps, "stop after this many env steps; 0 = no limit",
             Bounds{0, 1e15});

@@ -133,6 +133,8 @@ void RunLearner(const LearnerArgs& args) {
   const learner::LearnerMetrics m = dqn.TakeMetrics();
   spdlog::info("{} updates; last interval {:.1f} updates/s, loss {:.4g}, mean |td| {:.4g}",
                m.updates, m.updates_per_sec, m.loss, m.mean_abs_td);
+  // The final weights reach the actors and the launcher's evaluator too.
+  if (options.publish_interval > 0) dqn.Publish();
   if (!options.checkpoint_dir.empty()) {
     spdlog::info("checkpoint {}", dqn.SaveCheckpoint());
   }

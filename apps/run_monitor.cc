@@ -232,7 +232,8 @@ std::string RunMonitor::PrometheusMetrics() const {
   return text.Text();
 }
 
-RunSummary RunMonitor::Finish(const std::string& stop_reason) {
+RunSummary RunMonitor::Finish(const std::string& stop_reason,
+                              std::optional<rpc::VersionedBlob> final_weights) {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
@@ -255,7 +256,8 @@ RunSummary RunMonitor::Finish(const std::string& stop_reason) {
   std::optional<Evaluation> final_eval;
   if (solved_ && options_.launch.stop_at_target) {
     final_eval = solving_;
-  } else if (std::optional<rpc::VersionedBlob> blob = subscriber_.Latest()) {
+  } else if (std::optional<rpc::VersionedBlob> blob =
+                 final_weights ? std::move(final_weights) : subscriber_.Latest()) {
     if (last_complete_ && last_complete_->version == blob->version) {
       final_eval = last_complete_;
     } else {

@@ -81,7 +81,11 @@ class RunMonitor {
   bool WaitSolved(std::chrono::milliseconds timeout);
   // Stops the evaluator, evaluates the final weights when needed (bounded by
   // launch.final_eval_timeout_s) and returns the summary (not yet written).
-  RunSummary Finish(const std::string& stop_reason);
+  // `final_weights`, when given, are judged instead of the newest broadcast
+  // (processes mode: the learner's last checkpoint, written after its last
+  // broadcast).
+  RunSummary Finish(const std::string& stop_reason,
+                    std::optional<rpc::VersionedBlob> final_weights = std::nullopt);
 
   double Elapsed() const;  // seconds, including earlier runs
   // The latest progress and evaluation in the Prometheus text format (for
