@@ -65,6 +65,7 @@ bool StopRequested(const sigset_t& stop_signals, int* signal_number) {
 
 void RunLearner(const LearnerArgs& args) {
   ExperimentConfig config = ExperimentConfig::Load(args.config_file, args.overrides);
+  config.learner.CheckCheckpoints(args.config_file);
   if (args.print_config) {
     std::cout << config.ToYaml();
     return;

@@ -5,11 +5,14 @@
 
 namespace rlswarm::apps {
 
-void LearnerSection::Check(const std::string& file) const {
-  const std::string where =
-      (file.empty() ? std::string("<defaults>") : file) + ": section 'learner': ";
+void LearnerSection::Check(const std::string& /*file*/) const {
+  // Every learner key is valid alone; see CheckCheckpoints.
+}
+
+void LearnerSection::CheckCheckpoints(const std::string& file) const {
   if (checkpoint_interval > 0 && checkpoint_dir.empty()) {
-    throw ConfigError(where + "checkpoint_interval needs checkpoint_dir");
+    throw ConfigError((file.empty() ? std::string("<defaults>") : file) +
+                      ": section 'learner': checkpoint_interval needs checkpoint_dir");
   }
 }
 

@@ -111,6 +111,9 @@ struct LearnerSection {
 
   // Throws ConfigError (naming `file`) for options that are invalid together.
   void Check(const std::string& file) const;
+  // For `rlswarm learner`: checkpoint_interval needs checkpoint_dir (`rlswarm
+  // launch` fills checkpoint_dir in with the run directory's).
+  void CheckCheckpoints(const std::string& file) const;
   // The learner's options; `sampler` comes from the replay section.
   learner::DqnLearnerOptions ToLearnerOptions(const replay::ReplaySamplerOptions& sampler,
                                               const rpc::SecurityOptions& server_security) const;

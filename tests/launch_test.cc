@@ -2,10 +2,15 @@
 // (solved, with everything in the run directory), SIGINT then --resume, and
 // the launcher's own errors.
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -171,6 +176,106 @@ TEST_F(LaunchTest, SigintStopsWithCheckpointsAndResumeContinuesTheRun) {
   std::ifstream log(run / "logs" / "launch.log");
   const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("learner resumed from"), std::string::npos);
+}
+
+// The pid of the newest incarnation of `name` (the supervisor's banner
+// "=== <name> started pid N (restart k) ===" in logs/<name>.log) and how
+// many incarnations there were.
+std::pair<pid_t, int> Incarnation(const fs::path& run, const std::string& name) {
+  std::ifstream in(run / "logs" / (name + ".log"));
+  const std::string banner = "=== " + name + " started pid ";
+  pid_t pid = 0;
+  int count = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(banner, 0) != 0) continue;
+    pid = static_cast<pid_t>(std::stol(line.substr(banner.size())));
+    ++count;
+  }
+  return {pid, count};
+}
+
+// Connects to 127.0.0.1:<port of endpoint> and writes `bytes`.
+void SendGarbage(const std::string& endpoint, const std::string& bytes) {
+  const int port = std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    (void)!::write(fd, bytes.data(), bytes.size());
+    std::this_thread::sleep_for(20ms);  // let the peer read it before the close
+  }
+  ::close(fd);
+}
+
+TEST_F(LaunchTest, ProcessesModeSurvivesKillNineOfEveryRoleAndGarbageAndStillSolves) {
+  const fs::path run = fs::path(dir_) / "run";
+  auto launch = Launch({CartPole(), "--run-dir", run.string(), "launch.mode=processes",
+                        "launch.max_wall_time_s=280", "launch.metrics_port=0",
+                        "learner.checkpoint_interval=300", "replay.checkpoint_interval_s=1"},
+                       "launch.log");
+  auto wait_for = [&](const std::function<bool()>& condition, std::chrono::seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!condition() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(20ms);
+    }
+    return condition();
+  };
+  auto has_learner_checkpoint = [&] {
+    std::error_code ignored;
+    for (const auto& f : fs::directory_iterator(run / "checkpoints" / "learner", ignored)) {
+      if (f.path().filename().string().rfind("update-", 0) == 0) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_for([&] { return LastScalar(run, "learner/updates") >= 100; }, 120s))
+      << launch->Log();
+
+  // Garbage to every listening port of the run.
+  std::vector<std::string> endpoints;
+  for (const char* file : {"replay", "weights"}) {
+    std::ifstream in(run / "endpoints" / file);
+    for (std::string line; std::getline(in, line);) endpoints.push_back(line);
+  }
+  std::string metrics;
+  std::getline(std::ifstream(run / "endpoints" / "metrics"), metrics);
+  endpoints.push_back(metrics.substr(0, metrics.rfind('/')));
+  ASSERT_EQ(endpoints.size(), 4u);
+  std::string garbage(4096, '\0');
+  for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>(i * 7919 % 251);
+  for (const auto& e : endpoints) {
+    SendGarbage(e, garbage);
+    SendGarbage(e, "\xff\0\0\0\0\0\0\0\x7f\x03GET / HTTP/1.1\r\n\r\n");
+  }
+
+  // kill -9 of an actor and of the replay shard: both come back.
+  for (const char* name : {"actor-0", "replay-0"}) {
+    const auto [pid, count] = Incarnation(run, name);
+    ASSERT_GT(pid, 0) << name;
+    ASSERT_EQ(::kill(pid, SIGKILL), 0) << name;
+    EXPECT_TRUE(wait_for([&, n = count] { return Incarnation(run, name).second > n; }, 60s))
+        << name << " was not restarted\n"
+        << launch->Log();
+  }
+  // kill -9 of the learner once it has a checkpoint: it restarts from it.
+  ASSERT_TRUE(wait_for(has_learner_checkpoint, 120s)) << launch->Log();
+  const auto [learner_pid, learner_count] = Incarnation(run, "learner-0");
+  ASSERT_EQ(::kill(learner_pid, SIGKILL), 0);
+  EXPECT_TRUE(wait_for([&] { return Incarnation(run, "learner-0").second > learner_count; }, 60s));
+
+  const auto code = launch->Wait(300s);
+  ASSERT_TRUE(code.has_value()) << launch->Log();
+  ASSERT_EQ(*code, 0) << launch->Log();
+  const Json summary = ReadJson(run / "summary.json");
+  EXPECT_EQ(summary["mode"], "processes");
+  EXPECT_TRUE(summary["solved"].get<bool>()) << summary.dump(2);
+  EXPECT_GE(summary["restarts"].get<int>(), 3);
+  EXPECT_GE(summary["final_eval_mean_return"].get<double>(), 475.0);
+  std::ifstream log(run / "logs" / "learner-0.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("resumed from"), std::string::npos) << text.substr(0, 4000);
 }
 
 TEST_F(LaunchTest, ResumeOfADirectoryWithoutARunFailsAndSaysWhy) {
