@@ -85,7 +85,7 @@ void RunLaunch(LaunchArgs args) {
   const std::string mode = ResolveMode(config, static_cast<int>(config.launch.learner_ranks));
   InitLogging("launch", ParseLogLevel(config.log.level),
               (run.logs() / (mode == "embedded" ? "launch.log" : "launcher.log")).string(),
-              spdlog::level::warn);
+              spdlog::level::err);
   spdlog::info("run directory {} ({}), mode {}", run.root().string(), resume ? "resumed" : "new",
                mode);
   std::cerr << "rlswarm launch: " << config.env.name << ", " << mode << " mode, run directory "

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -221,6 +222,10 @@ RunSummary RunProcesses(ExperimentConfig config, const RunDirectory& run, Scalar
   supervisor.on_exit = [](const std::string& name, const std::string& how,
                           std::chrono::milliseconds restart_in) {
     spdlog::warn("{} {}; restarting in {} ms", name, how, restart_in.count());
+    // The terminal shows errors only (rpc clients warn about every lost
+    // connection); a restart is worth a line there too.
+    std::fprintf(stderr, "\nrlswarm launch: %s %s; restarting in %lld ms\n", name.c_str(),
+                 how.c_str(), static_cast<long long>(restart_in.count()));
   };
   supervisor.on_give_up = [&](const std::string& name) {
     spdlog::error("{} crashed {} times in a row; giving up", name, config.launch.max_restarts + 1);

@@ -168,10 +168,11 @@ void RunMonitor::PrintProgress(const RunProgress& p, double elapsed, bool final_
   const LaunchSection& l = options_.launch;
   std::string remaining;
   if (l.max_wall_time_s > 0)
-    remaining = fmt::format(" | left {:.0f}s", l.max_wall_time_s - elapsed);
+    remaining = fmt::format(" | left {:.0f}s", std::max(0.0, l.max_wall_time_s - elapsed));
   if (l.max_env_steps > 0) {
-    remaining += fmt::format("{} {} steps", remaining.empty() ? " | left" : ",",
-                             Short(static_cast<double>(l.max_env_steps - p.env_steps)));
+    remaining += fmt::format(
+        "{} {} steps", remaining.empty() ? " | left" : ",",
+        Short(static_cast<double>(std::max<std::int64_t>(0, l.max_env_steps - p.env_steps))));
   }
   const std::string line = fmt::format(
       "[{:7.1f}s] steps {} ({}/s) | updates {} ({}/s) | replay {} spi {} | eval {} | train {} | "

@@ -56,6 +56,33 @@ TEST(EpisodeRunnerTest, RandomCartPoleReturnsAboutTwentyTwo) {
   EXPECT_GE(s.min_return, 8.0);
 }
 
+TEST(EpisodeRunnerTest, TheCallbackSeesEveryCountedEpisodeAndCanStopTheRunEarly) {
+  VectorEnvOptions o;
+  o.num_envs = 4;
+  o.seeding = AutoResetSeeding::kSeedPerEpisode;
+  VectorEnv env("CartPole-v1", o);
+  RandomPolicy policy(env.spec(), 4, 3);
+  std::int64_t seen = 0;
+  const auto all = RunEpisodes(env, policy, 20, 3, [&](const EpisodeResult&) {
+    ++seen;
+    return true;
+  });
+  EXPECT_EQ(seen, 20);
+  EXPECT_EQ(all.size(), 20u);
+
+  seen = 0;
+  const auto first_seven = RunEpisodes(env, policy, 20, 3, [&](const EpisodeResult& e) {
+    EXPECT_LT(e.episode_id, 20u);
+    return ++seen < 7;
+  });
+  EXPECT_EQ(seen, 7);
+  ASSERT_EQ(first_seven.size(), 7u);
+  // The episodes that did finish are the same episodes as in the full run.
+  for (const EpisodeResult& e : first_seven) {
+    EXPECT_EQ(e.episode_return, all[e.episode_id].episode_return) << e.episode_id;
+  }
+}
+
 TEST(EpisodeRunnerTest, SummarizeComputesPopulationStatistics) {
   const auto s = Summarize({{0, 1.0, 10}, {1, 3.0, 20}, {2, 5.0, 30}});
   EXPECT_EQ(s.episodes, 3);
