@@ -33,7 +33,7 @@ class LearnerThread {
         config.security.ToServerOptions());
     // Short waits for replay, so a stop is seen within a quarter second even
     // while replay is filling or rate limited.
-    options.sampler.timeout = std::chrono::milliseconds(250);
+    options.sampler.timeout = std::min(options.sampler.timeout, std::chrono::milliseconds(250));
     options.log_interval = std::chrono::milliseconds(0);
     options.update_priorities = config.replay.selector == "prioritized";
     max_updates_ = config.learner.max_updates;

@@ -44,6 +44,7 @@ learner::DqnLearnerOptions LearnerSection::ToLearnerOptions(
   o.checkpoint_interval = checkpoint_interval;
   o.keep_checkpoints = static_cast<int>(keep_checkpoints);
   o.sampler = sampler;
+  o.sampler.timeout = std::chrono::milliseconds(static_cast<int64_t>(sample_timeout_s * 1000));
   o.prefetch = prefetch;
   o.log_interval = std::chrono::milliseconds(static_cast<int64_t>(log_interval_s * 1000));
   return o;

@@ -41,6 +41,7 @@ struct LearnerSection {
   std::uint64_t seed = 0;
   std::int64_t max_updates = 0;
   bool prefetch = true;
+  double sample_timeout_s = 1;
   std::int64_t publish_interval = 10;
   std::string publish_mode = "full";
   std::string weights_endpoint = "tcp://127.0.0.1:*";
@@ -82,6 +83,10 @@ struct LearnerSection {
     v.Field("max_updates", max_updates, "stop after this many updates; 0 = until SIGTERM",
             Bounds{0, 1e15});
     v.Field("prefetch", prefetch, "sample the next batch while the current one trains");
+    v.Field("sample_timeout_s", sample_timeout_s,
+            "longest wait for one batch from replay (filling, or held by the rate limiter) "
+            "before the learner checks for a stop and asks again",
+            Bounds{0.001, 1e6});
     v.Field("publish_interval", publish_interval, "publish the weights every N updates; 0 = never",
             Bounds{0, 1e12});
     v.Choice("publish_mode", publish_mode,

@@ -147,7 +147,8 @@ bool DqnLearner::Update() {
   try {
     batch = NextBatch();
   } catch (const DeadlineExceeded& e) {
-    spdlog::warn("rank {}: waiting for replay: {}", comm_->rank(), e.what());
+    // Replay is filling or its rate limiter holds the batch: normal.
+    spdlog::debug("rank {}: waiting for replay: {}", comm_->rank(), e.what());
     return false;
   } catch (const Unavailable& e) {
     spdlog::warn("rank {}: waiting for replay: {}", comm_->rank(), e.what());
