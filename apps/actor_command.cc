@@ -86,13 +86,7 @@ void RunActor(const ActorArgs& args, const CLI::App& cmd) {
                actors::Epsilon(options.exploration, options.actor_id, options.num_actors, 0));
   actor.Run([&](const actors::EpisodeStats& e) {
     if (metrics.is_open()) {
-      metrics << nlohmann::json{{"actor", e.actor_id},
-                                {"return", e.episode_return},
-                                {"length", e.length},
-                                {"epsilon", e.epsilon},
-                                {"policy_version", e.policy_version}}
-                     .dump()
-              << std::endl;  // the launcher reads the file while it grows
+      metrics << EpisodeJsonLine(e) << std::endl;  // the launcher reads the file while it grows
     }
     const auto now = std::chrono::steady_clock::now();
     if (now - last_log >= std::chrono::seconds(5)) {

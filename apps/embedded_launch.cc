@@ -138,15 +138,8 @@ class ActorThread {
  private:
   void Loop() {
     try {
-      actor_->Run([this](const actors::EpisodeStats& e) {
-        episodes_ << nlohmann::json{{"actor", e.actor_id},
-                                    {"return", e.episode_return},
-                                    {"length", e.length},
-                                    {"epsilon", e.epsilon},
-                                    {"policy_version", e.policy_version}}
-                         .dump()
-                  << "\n";
-      });
+      actor_->Run(
+          [this](const actors::EpisodeStats& e) { episodes_ << EpisodeJsonLine(e) << "\n"; });
     } catch (const std::exception& e) {
       spdlog::error("actor failed: {}", e.what());
       std::lock_guard lock(mu_);
@@ -238,35 +231,15 @@ RunSummary RunEmbedded(ExperimentConfig config, const RunDirectory& run, ScalarL
   spdlog::info("embedded run: {} replay shard(s), 1 learner rank, {} actor(s) x {} {} envs",
                shards.size(), actor_threads.size(), config.env.num_envs, config.env.name);
 
-  const auto tick_every = std::chrono::milliseconds(
-      static_cast<std::int64_t>(config.launch.progress_interval_s * 1000));
-  auto next_tick = std::chrono::steady_clock::now();
-  std::string stop_reason;
-  while (stop_reason.empty()) {
-    const timespec wait{0, 20'000'000};
-    const int signal_number = sigtimedwait(&stop_signals, nullptr, &wait);
-    if (signal_number > 0) {
-      stop_reason = signal_number == SIGINT ? "SIGINT" : "SIGTERM";
-      break;
-    }
-    if (!learner->error().empty()) {
-      stop_reason = "learner failed: " + learner->error();
-      break;
-    }
-    if (learner->finished()) {
-      stop_reason = "max_updates";
-      break;
-    }
-    for (const auto& a : actor_threads) {
-      if (!a->error().empty()) stop_reason = "actor failed: " + a->error();
-    }
-    const bool solved =
-        config.launch.stop_at_target && monitor.WaitSolved(std::chrono::milliseconds(0));
-    if (solved || std::chrono::steady_clock::now() >= next_tick) {
-      next_tick += tick_every;
-      if (auto reason = monitor.Tick()) stop_reason = *reason;
-    }
-  }
+  const std::string stop_reason =
+      monitor.WaitForStop(stop_signals, [&]() -> std::optional<std::string> {
+        if (!learner->error().empty()) return "learner failed: " + learner->error();
+        if (learner->finished()) return "max_updates";
+        for (const auto& a : actor_threads) {
+          if (!a->error().empty()) return "actor failed: " + a->error();
+        }
+        return std::nullopt;
+      });
   spdlog::info("stopping: {}", stop_reason);
 
   for (auto& a : actor_threads) a->Stop();

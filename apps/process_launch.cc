@@ -257,33 +257,17 @@ RunSummary RunProcesses(ExperimentConfig config, const RunDirectory& run, Scalar
   spdlog::info("processes: {} replay shard(s), {} learner rank(s), {} actor(s); logs in {}",
                config.replay.num_shards, ranks, config.actor.num_actors, run.logs().string());
 
-  const auto tick_every = std::chrono::milliseconds(
-      static_cast<std::int64_t>(config.launch.progress_interval_s * 1000));
-  auto next_tick = std::chrono::steady_clock::now();
-  std::string stop_reason;
-  while (stop_reason.empty()) {
-    const timespec wait{0, 20'000'000};
-    const int signal_number = sigtimedwait(&stop_signals, nullptr, &wait);
-    if (signal_number > 0) {
-      stop_reason = signal_number == SIGINT ? "SIGINT" : "SIGTERM";
-      break;
-    }
-    {
-      std::lock_guard lock(failed_mu);
-      if (!failed.empty()) stop_reason = "failed: " + failed + " was given up";
-    }
-    bool learner_done = true;
-    for (const ChildStatus& c : supervisor.Status()) {
-      if (c.name.rfind("learner-", 0) == 0 && !c.finished) learner_done = false;
-    }
-    if (learner_done && stop_reason.empty()) stop_reason = "max_updates";
-    const bool solved =
-        config.launch.stop_at_target && monitor.WaitSolved(std::chrono::milliseconds(0));
-    if (stop_reason.empty() && (solved || std::chrono::steady_clock::now() >= next_tick)) {
-      next_tick += tick_every;
-      if (auto reason = monitor.Tick()) stop_reason = *reason;
-    }
-  }
+  const std::string stop_reason =
+      monitor.WaitForStop(stop_signals, [&]() -> std::optional<std::string> {
+        {
+          std::lock_guard lock(failed_mu);
+          if (!failed.empty()) return "failed: " + failed + " was given up";
+        }
+        for (const ChildStatus& c : supervisor.Status()) {
+          if (c.name.rfind("learner-", 0) == 0 && !c.finished) return std::nullopt;
+        }
+        return "max_updates";  // every learner rank exited 0: learner.max_updates
+      });
   spdlog::info("stopping: {}", stop_reason);
   supervisor.Stop();  // actors, then the learner (final checkpoint), then replay
   std::optional<rpc::VersionedBlob> final_weights = NewestCheckpointWeights(config);

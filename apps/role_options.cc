@@ -1,6 +1,7 @@
 #include "apps/role_options.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 namespace rlswarm::apps {
 
@@ -44,6 +45,15 @@ PolicyEvaluatorOptions MakeEvaluatorOptions(const ExperimentConfig& config) {
   o.target_return = config.launch.target_return;
   o.episode_return_bound = config.launch.episode_return_bound;
   return o;
+}
+
+std::string EpisodeJsonLine(const actors::EpisodeStats& e) {
+  return nlohmann::json{{"actor", e.actor_id},
+                        {"return", e.episode_return},
+                        {"length", e.length},
+                        {"epsilon", e.epsilon},
+                        {"policy_version", e.policy_version}}
+      .dump();
 }
 
 }  // namespace rlswarm::apps

@@ -5,6 +5,7 @@
 // evaluator.
 
 #include <cstdint>
+#include <string>
 
 #include "actors/actor.h"
 #include "apps/experiment_config.h"
@@ -21,5 +22,9 @@ actors::ActorOptions MakeActorOptions(const ExperimentConfig& config, std::int64
 replay::ReplayWriterOptions MakeActorWriterOptions(const ExperimentConfig& config);
 // The launcher's evaluator: evaluate.seed, launch.eval_* and target_return.
 PolicyEvaluatorOptions MakeEvaluatorOptions(const ExperimentConfig& config);
+// One line of an actor's episode file (the run directory's
+// episodes/actor-<k>.jsonl, `rlswarm actor --metrics-file`): actor, return,
+// length, epsilon, policy_version. No newline.
+std::string EpisodeJsonLine(const actors::EpisodeStats& episode);
 
 }  // namespace rlswarm::apps

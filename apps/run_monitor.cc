@@ -123,6 +123,24 @@ bool RunMonitor::WaitSolved(std::chrono::milliseconds timeout) {
   return solved_;
 }
 
+std::string RunMonitor::WaitForStop(
+    const sigset_t& stop_signals, const std::function<std::optional<std::string>()>& role_failure) {
+  const auto tick_every = std::chrono::milliseconds(
+      static_cast<std::int64_t>(options_.launch.progress_interval_s * 1000));
+  auto next_tick = std::chrono::steady_clock::now();
+  for (;;) {
+    const timespec wait{0, 20'000'000};
+    const int signal_number = sigtimedwait(&stop_signals, nullptr, &wait);
+    if (signal_number > 0) return signal_number == SIGINT ? "SIGINT" : "SIGTERM";
+    if (std::optional<std::string> failure = role_failure()) return *failure;
+    const bool solved = options_.launch.stop_at_target && WaitSolved(std::chrono::milliseconds(0));
+    if (solved || std::chrono::steady_clock::now() >= next_tick) {
+      next_tick += tick_every;
+      if (std::optional<std::string> reason = Tick()) return *reason;
+    }
+  }
+}
+
 std::optional<std::string> RunMonitor::Tick() {
   const RunProgress p = progress_();
   const double now = Elapsed();

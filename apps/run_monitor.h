@@ -17,6 +17,8 @@
 // Thread-safety: Tick() and Finish() from one thread; the evaluator runs on
 // its own thread and is joined by Finish() or the destructor.
 
+#include <signal.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -76,9 +78,15 @@ class RunMonitor {
   // See the class comment. Returns the stop reason ("solved", "max_env_steps",
   // "max_wall_time") when the run should stop.
   std::optional<std::string> Tick();
-  // Blocks until the evaluator is idle or `timeout` passes; true when the
-  // run has been solved. The launcher's main loop waits here between ticks.
+  // True when the run has been solved; waits up to `timeout` for it.
   bool WaitSolved(std::chrono::milliseconds timeout);
+  // The launcher's main loop: ticks every launch.progress_interval_s (and at
+  // once when the run is solved) until a stop condition holds, a signal of
+  // `stop_signals` (blocked by the caller) arrives, or `role_failure`
+  // returns a reason (polled every 20 ms). Returns the stop reason:
+  // "SIGINT", "SIGTERM", a Tick() reason, or role_failure's.
+  std::string WaitForStop(const sigset_t& stop_signals,
+                          const std::function<std::optional<std::string>()>& role_failure);
   // Stops the evaluator, evaluates the final weights when needed (bounded by
   // launch.final_eval_timeout_s) and returns the summary (not yet written).
   // `final_weights`, when given, are judged instead of the newest broadcast

@@ -28,15 +28,7 @@ using testing::ChildProcess;
 
 class LaunchTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "launch_test_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
+  void SetUp() override { ASSERT_FALSE(dir_.empty()); }
   static std::string CartPole() { return std::string(RLSWARM_CONFIGS_DIR) + "/cartpole.yaml"; }
 
   std::unique_ptr<ChildProcess> Launch(std::vector<std::string> args, const std::string& log) {
@@ -59,7 +51,8 @@ class LaunchTest : public ::testing::Test {
     return value;
   }
 
-  std::string dir_;
+  testing::TempDir temp_{"launch_test"};
+  const std::string dir_ = temp_.path();
 };
 
 TEST_F(LaunchTest, EmbeddedCartPoleIsSolvedAndTheRunDirectoryHoldsEverything) {

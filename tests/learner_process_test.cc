@@ -27,15 +27,7 @@ using testing::ChildProcess;
 
 class LearnerProcessTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "learner_process_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
+  void SetUp() override { ASSERT_FALSE(dir_.empty()); }
   std::string Config() const { return std::string(RLSWARM_CONFIGS_DIR) + "/cartpole.yaml"; }
 
   // 1000 CartPole-shaped transitions (the values do not matter here).
@@ -77,7 +69,8 @@ class LearnerProcessTest : public ::testing::Test {
     return newest;
   }
 
-  std::string dir_;
+  testing::TempDir temp_{"learner_process"};
+  const std::string dir_ = temp_.path();
 };
 
 TEST_F(LearnerProcessTest, TrainsPublishesCheckpointsOnSigtermAndResumes) {

@@ -25,16 +25,8 @@ using testing::ChildProcess;
 
 class ReplayProcessTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "replay_process_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    shards_.clear();
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
+  void SetUp() override { ASSERT_FALSE(dir_.empty()); }
+  void TearDown() override { shards_.clear(); }
 
   // Starts shard `index` of `num_shards` on a free port (or `bind`), with
   // checkpoints in <dir>/ckpt unless `checkpoint_dir` says otherwise;
@@ -45,24 +37,13 @@ class ReplayProcessTest : public ::testing::Test {
     const std::string endpoint_file =
         dir_ + "/endpoint-" + std::to_string(index) + "-" + std::to_string(starts_);
     std::vector<std::string> argv = {
-        RLSWARM_BINARY,
-        "replay",
-        "--config",
-        std::string(RLSWARM_CONFIGS_DIR) + "/cartpole.yaml",
-        "--shard",
-        std::to_string(index),
-        "--bind",
-        bind,
-        "--endpoint-file",
-        endpoint_file,
+        RLSWARM_BINARY, "replay", "--config", std::string(RLSWARM_CONFIGS_DIR) + "/cartpole.yaml",
+        "--shard", std::to_string(index), "--bind", bind, "--endpoint-file", endpoint_file,
         "replay.num_shards=" + std::to_string(num_shards),
         // Not cartpole.yaml's paced, uniform table (tuned for training):
         // these tests need priorities and no rate limiter.
-        "replay.selector=prioritized",
-        "replay.samples_per_insert=null",
-        "replay.min_size_to_sample=1",
-        "replay.capacity=300000",
-        "replay.checkpoint_interval_s=0",
+        "replay.selector=prioritized", "replay.samples_per_insert=null",
+        "replay.min_size_to_sample=1", "replay.capacity=300000", "replay.checkpoint_interval_s=0",
         "replay.checkpoint_dir=" + (checkpoint_dir.empty() ? dir_ + "/ckpt" : checkpoint_dir)};
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto child = std::make_unique<ChildProcess>(
@@ -92,7 +73,8 @@ class ReplayProcessTest : public ::testing::Test {
     return replay::ReplaySampler(o);
   }
 
-  std::string dir_;
+  testing::TempDir temp_{"replay_process"};
+  const std::string dir_ = temp_.path();
   int starts_ = 0;
   std::vector<std::unique_ptr<ChildProcess>> shards_;
 };
