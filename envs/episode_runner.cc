@@ -72,7 +72,10 @@ std::vector<EpisodeResult> RunEpisodes(VectorEnv& env, BatchPolicy& policy,
       if (ids_before[i] < static_cast<std::uint64_t>(num_episodes)) {
         results.push_back({ids_before[i], env.episode_return(i), env.episode_length(i)});
         --remaining;
-        if (keep_going && !keep_going(results.back())) remaining = 0;
+        if (keep_going && !keep_going(results.back())) {
+          remaining = 0;
+          break;  // count nothing after the callback said stop
+        }
       }
       policy.OnEpisodeStart(i, env.episode_id(i));
     }

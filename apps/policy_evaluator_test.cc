@@ -1,0 +1,77 @@
+// PolicyEvaluator: greedy evaluation on fixed seeds, stopped early once the
+// target is out of reach.
+
+#include "apps/policy_evaluator.h"
+
+#include <gtest/gtest.h>
+
+#include "apps/experiment_config.h"
+#include "models/model_spec.h"
+#include "models/weights_wire.h"
+
+namespace rlswarm::apps {
+namespace {
+
+class PolicyEvaluatorTest : public ::testing::Test {
+ protected:
+  PolicyEvaluatorOptions Options() const {
+    PolicyEvaluatorOptions o;
+    o.env_name = "CartPole-v1";
+    o.env.num_envs = 10;
+    o.episodes = 30;
+    o.seed = 5;
+    return o;
+  }
+  // An untrained network: it balances the pole for a few dozen steps.
+  std::vector<rpc::Payload> Weights() const {
+    return models::EncodeWeights(models::InitNamedParameters(spec_, 3));
+  }
+  models::ModelSpec spec_ = ExperimentConfig::Load("", {}).ModelSpec();
+};
+
+TEST_F(PolicyEvaluatorTest, RunsEveryEpisodeWithoutATargetAndRepeatsExactly) {
+  PolicyEvaluator evaluator(Options(), spec_, 0);
+  const Evaluation a = evaluator.Evaluate(Weights(), 7);
+  EXPECT_TRUE(a.complete);
+  EXPECT_FALSE(a.reached_target);
+  EXPECT_EQ(a.episodes, 30);
+  EXPECT_EQ(a.version, 7u);
+  EXPECT_GT(a.mean_return, 0);
+  EXPECT_LT(a.mean_return, 475);
+  // Fixed seeds, greedy: the same weights score the same, whatever ran before.
+  const Evaluation b = evaluator.Evaluate(Weights(), 8);
+  EXPECT_EQ(a.mean_return, b.mean_return);
+  EXPECT_EQ(a.env_steps, b.env_steps);
+}
+
+TEST_F(PolicyEvaluatorTest, StopsAsSoonAsTheTargetIsOutOfReach) {
+  PolicyEvaluatorOptions o = Options();
+  o.target_return = 475;
+  o.episode_return_bound = 500;
+  PolicyEvaluator evaluator(o, spec_, 0);
+  const Evaluation e = evaluator.Evaluate(Weights(), 1);
+  EXPECT_FALSE(e.complete);
+  EXPECT_FALSE(e.reached_target);
+  // 30 x 475 needs every episode within 750 of the bound in total: a policy
+  // that returns < 100 per episode is out of reach after 2 episodes.
+  EXPECT_GE(e.episodes, 1);
+  EXPECT_LE(e.episodes, 3);
+
+  // A target it does reach: every episode runs, and it counts as solved.
+  o.target_return = 1;
+  PolicyEvaluator easy(o, spec_, 0);
+  const Evaluation solved = easy.Evaluate(Weights(), 1);
+  EXPECT_TRUE(solved.complete);
+  EXPECT_TRUE(solved.reached_target);
+}
+
+TEST_F(PolicyEvaluatorTest, RejectsWeightsOfAnotherModel) {
+  PolicyEvaluator evaluator(Options(), spec_, 0);
+  models::ModelSpec other = spec_;
+  other.layers.pop_back();
+  EXPECT_THROW(evaluator.Evaluate(models::EncodeWeights(models::InitNamedParameters(other, 1)), 1),
+               InvalidArgument);
+}
+
+}  // namespace
+}  // namespace rlswarm::apps
