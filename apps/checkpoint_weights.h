@@ -1,11 +1,15 @@
 #pragma once
 
-// A learner checkpoint's online network as a weights blob
-// (models/weights_wire.h), for the unsharded inference that evaluation runs.
+// Learner checkpoints <-> weights blobs (models/weights_wire.h): a
+// checkpoint's online network for the unsharded inference that evaluation
+// runs, and a blob (e.g. the weights an evaluation judged) written as a
+// one-rank learner checkpoint that `rlswarm evaluate --checkpoint` loads.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "models/model_spec.h"
 #include "rpc/payload.h"
 
 namespace rlswarm::apps {
@@ -13,5 +17,12 @@ namespace rlswarm::apps {
 // `path`: a checkpoint directory, or a root holding several (the newest
 // valid one is read). Throws NotFound / DataLoss (learner/checkpoint_reader.h).
 std::vector<rpc::Payload> CheckpointWeights(const std::string& path);
+
+// Writes `weights` (full, unsharded) of a `spec` network as the checkpoint
+// <root>/update-<version>, atomically, keeping only it under `root`. Returns
+// its directory. Throws InvalidArgument (weights of another model),
+// ResourceExhausted / Unavailable (disk).
+std::string SaveWeightsCheckpoint(const std::string& root, const models::ModelSpec& spec,
+                                  const std::vector<rpc::Payload>& weights, std::uint64_t version);
 
 }  // namespace rlswarm::apps

@@ -11,6 +11,7 @@
 //   evaluations.jsonl    one JSON line per evaluation of the learner's weights
 //   checkpoints/learner  sharded learner checkpoints
 //   checkpoints/replay   replay shard checkpoints (shard-<i>)
+//   policies/best        the best evaluated weights (a one-rank learner checkpoint)
 //   summary.json         written (atomically) when the run stops
 //
 // Thread-safety: immutable after construction.
@@ -67,6 +68,8 @@ class RunDirectory {
   std::filesystem::path evaluations() const { return root_ / "evaluations.jsonl"; }
   std::filesystem::path learner_checkpoints() const { return root_ / "checkpoints" / "learner"; }
   std::filesystem::path replay_checkpoints() const { return root_ / "checkpoints" / "replay"; }
+  // The weights of the best complete evaluation, as a learner checkpoint.
+  std::filesystem::path best_policy() const { return root_ / "policies" / "best"; }
   std::filesystem::path summary() const { return root_ / "summary.json"; }
   std::filesystem::path endpoints() const { return root_ / "endpoints"; }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "apps/checkpoint_weights.h"
 #include "apps/metrics_http_server.h"
 #include "apps/process_control.h"
 
@@ -78,24 +79,36 @@ void RunMonitor::EvaluatorLoop() {
       continue;
     }
     evaluated = blob->version;
-    Record(e, env_steps, Elapsed());
+    Record(e, env_steps, Elapsed(), &blob->payloads);
   }
 }
 
-void RunMonitor::Record(const Evaluation& e, std::int64_t env_steps, double elapsed) {
+void RunMonitor::Record(const Evaluation& e, std::int64_t env_steps, double elapsed,
+                        const std::vector<rpc::Payload>* weights) {
+  bool new_best = false;
   {
     std::lock_guard lock(mu_);
     ++evaluations_;
     latest_ = e;
     if (e.complete) {
       last_complete_ = e;
-      if (!best_ || e.mean_return > *best_) best_ = e.mean_return;
+      new_best = !best_ || e.mean_return > *best_;
+      if (new_best) best_ = e.mean_return;
     }
     if (e.reached_target && !solved_) {
       solved_ = true;
       solving_ = e;
       solve_time_s_ = elapsed;
       solve_env_steps_ = env_steps;
+    }
+  }
+  if (new_best && weights) {
+    // The policy a user wants afterwards is the best one judged, not the
+    // learner's last (DQN's returns swing from one update to the next).
+    try {
+      SaveWeightsCheckpoint(run_.best_policy().string(), options_.model, *weights, e.version);
+    } catch (const Error& error) {
+      spdlog::error("cannot save the best policy: {}", error.what());
     }
   }
   cv_.notify_all();
@@ -288,7 +301,7 @@ RunSummary RunMonitor::Finish(const std::string& stop_reason,
       PolicyEvaluator full(o, options_.model, options_.model_seed);
       spdlog::info("evaluating the final weights v{}", blob->version);
       final_eval = full.Evaluate(blob->payloads, blob->version);
-      Record(*final_eval, p.env_steps, Elapsed());
+      Record(*final_eval, p.env_steps, Elapsed(), &blob->payloads);
     }
   }
   if (final_eval) {

@@ -102,7 +102,10 @@ class RunMonitor {
 
  private:
   void EvaluatorLoop();
-  void Record(const Evaluation& e, std::int64_t env_steps, double elapsed);
+  // `weights`: what was evaluated; saved to policies/best when it is the
+  // best complete evaluation so far.
+  void Record(const Evaluation& e, std::int64_t env_steps, double elapsed,
+              const std::vector<rpc::Payload>* weights);
   void PrintProgress(const RunProgress& p, double elapsed, bool final_line);
 
   const RunMonitorOptions options_;

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Quick start: installs what is missing, builds (Release) and runs the default
 # job: CartPole-v1 trained end to end by `rlswarm launch` (embedded mode)
-# until a greedy evaluation over 100 episodes averages >= 475, then the
-# learner's final checkpoint evaluated once more by `rlswarm evaluate`.
+# until a greedy evaluation over 100 episodes averages >= 475, then the best
+# evaluated policy (the run's policies/best) evaluated again by `rlswarm evaluate`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 run="runs/cartpole-quickstart-$(date -u +%Y%m%d-%H%M%S)"
 ./build/rlswarm launch configs/cartpole.yaml --run-dir "$run"
-echo "== the learner's final checkpoint, 100 greedy episodes"
-./build/rlswarm evaluate --config configs/cartpole.yaml --checkpoint "$run/checkpoints/learner" \
+echo "== the run's best policy ($run/policies/best), 100 greedy episodes"
+./build/rlswarm evaluate --config configs/cartpole.yaml --checkpoint "$run/policies/best" \
   --episodes 100

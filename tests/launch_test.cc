@@ -111,6 +111,18 @@ TEST_F(LaunchTest, EmbeddedCartPoleIsSolvedAndTheRunDirectoryHoldsEverything) {
   EXPECT_GE(learner_checkpoints, 1);
   EXPECT_TRUE(fs::exists(run / "checkpoints" / "replay" / "shard-0"));
 
+  // The best evaluated weights were saved, and `rlswarm evaluate` scores
+  // them exactly as the run's evaluator did (same seeds, greedy).
+  auto evaluate = std::make_unique<ChildProcess>(
+      std::vector<std::string>{RLSWARM_BINARY, "evaluate", "--config", CartPole(), "--checkpoint",
+                               (run / "policies" / "best").string(), "--episodes", "100", "--json"},
+      dir_ + "/evaluate.log");
+  ASSERT_EQ(evaluate->Wait(120s), 0) << evaluate->Log();
+  const std::string out = evaluate->Log();
+  const Json evaluation = Json::parse(out.substr(out.rfind("{\"")));
+  EXPECT_DOUBLE_EQ(evaluation["mean_return"].get<double>(),
+                   summary["best_eval_mean_return"].get<double>());
+
   // The learning curves can be drawn.
   auto plot = std::make_unique<ChildProcess>(
       std::vector<std::string>{RLSWARM_BINARY, "plot", run.string()}, dir_ + "/plot.log");
