@@ -24,6 +24,7 @@ struct LaunchSection {
   std::int64_t eval_episodes = 100;
   std::int64_t eval_num_envs = 50;
   std::optional<double> episode_return_bound;
+  double eval_timeout_s = 60;
   double final_eval_timeout_s = 120;
   double progress_interval_s = 1;
   double restart_backoff_s = 0.2;
@@ -57,6 +58,10 @@ struct LaunchSection {
     v.Field("episode_return_bound", episode_return_bound,
             "largest return one episode can have (CartPole-v1: 500); lets an evaluation stop as "
             "soon as target_return is out of reach; null = always run every episode");
+    v.Field("eval_timeout_s", eval_timeout_s,
+            "bound on one periodic evaluation (an env without a time limit can run forever); "
+            "one cut short counts as incomplete",
+            Bounds{0.001, 1e9});
     v.Field("final_eval_timeout_s", final_eval_timeout_s,
             "bound on the evaluation of the final weights at the end of an unsolved run",
             Bounds{0, 1e9});

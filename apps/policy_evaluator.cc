@@ -30,7 +30,7 @@ PolicyEvaluator::PolicyEvaluator(PolicyEvaluatorOptions options, const models::M
 PolicyEvaluator::~PolicyEvaluator() = default;
 
 Evaluation PolicyEvaluator::Evaluate(const std::vector<rpc::Payload>& weights,
-                                     std::uint64_t version) {
+                                     std::uint64_t version, const std::atomic<bool>* cancel) {
   network_->LoadWeights(weights);
   const auto start = std::chrono::steady_clock::now();
   // Stop once even the best case (every unfinished episode at the bound)
@@ -45,13 +45,20 @@ Evaluation PolicyEvaluator::Evaluate(const std::vector<rpc::Payload>& weights,
   envs::EpisodeCallback keep_going = [&](const envs::EpisodeResult& e) {
     sum += e.episode_return;
     ++finished;
-    if (options_.time_limit_s > 0 && std::chrono::steady_clock::now() >= deadline) return false;
     return !can_miss || sum + *options_.episode_return_bound *
                                     static_cast<double>(options_.episodes - finished) >=
                             needed;
   };
+  std::int64_t steps = 0;
+  auto cancelled = [&] {
+    if (cancel && cancel->load()) return true;
+    // The clock every 64 steps: a step of a few envs costs well under a
+    // microsecond.
+    return options_.time_limit_s > 0 && (++steps & 63) == 0 &&
+           std::chrono::steady_clock::now() >= deadline;
+  };
   const std::vector<envs::EpisodeResult> episodes =
-      envs::RunEpisodes(env_, *policy_, options_.episodes, options_.seed, keep_going);
+      envs::RunEpisodes(env_, *policy_, options_.episodes, options_.seed, keep_going, cancelled);
   const envs::ReturnSummary s = envs::Summarize(episodes);
   Evaluation e;
   e.version = version;

@@ -13,6 +13,7 @@
 //
 // Not thread-safe: one thread evaluates.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -38,6 +39,8 @@ struct PolicyEvaluatorOptions {
   std::optional<double> target_return;
   std::optional<double> episode_return_bound;
   // Stop after this long (the result then has complete = false); 0 = none.
+  // Checked every step: MinAtar games have no time limit, and a policy can
+  // keep one episode going forever.
   double time_limit_s = 0;
 };
 
@@ -63,7 +66,10 @@ class PolicyEvaluator {
 
   // Loads `weights` (models/weights_wire.h; InvalidArgument if they do not
   // fit the model) and runs the evaluation.
-  Evaluation Evaluate(const std::vector<rpc::Payload>& weights, std::uint64_t version);
+  // `cancel`, when given and set (from any thread), ends the evaluation
+  // within one step (complete = false).
+  Evaluation Evaluate(const std::vector<rpc::Payload>& weights, std::uint64_t version,
+                      const std::atomic<bool>* cancel = nullptr);
 
  private:
   PolicyEvaluatorOptions options_;

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "apps/experiment_config.h"
 #include "models/model_spec.h"
 #include "models/weights_wire.h"
@@ -63,6 +66,39 @@ TEST_F(PolicyEvaluatorTest, StopsAsSoonAsTheTargetIsOutOfReach) {
   const Evaluation solved = easy.Evaluate(Weights(), 1);
   EXPECT_TRUE(solved.complete);
   EXPECT_TRUE(solved.reached_target);
+}
+
+TEST_F(PolicyEvaluatorTest, EpisodesThatNeverEndAreCutOffByTheTimeLimitOrACancel) {
+  // MountainCar without its time limit: an untrained policy never reaches
+  // the flag, so no episode ever ends.
+  ExperimentConfig config =
+      ExperimentConfig::Load("", {"env.name=MountainCar-v0", "env.max_episode_steps=0"});
+  PolicyEvaluatorOptions o;
+  o.env_name = config.env.name;
+  o.env = config.env.ToVectorEnvOptions(envs::AutoResetSeeding::kSeedPerEpisode);
+  o.env.num_envs = 4;
+  o.episodes = 4;
+  o.time_limit_s = 0.2;
+  const models::ModelSpec spec = config.ModelSpec();
+  PolicyEvaluator evaluator(o, spec, 0);
+  const auto weights = models::EncodeWeights(models::InitNamedParameters(spec, 3));
+  const Evaluation timed_out = evaluator.Evaluate(weights, 1);
+  EXPECT_FALSE(timed_out.complete);
+  EXPECT_EQ(timed_out.episodes, 0);
+  EXPECT_GE(timed_out.seconds, 0.2);
+  EXPECT_LT(timed_out.seconds, 30);
+
+  o.time_limit_s = 0;
+  PolicyEvaluator unbounded(o, spec, 0);
+  std::atomic<bool> cancel{false};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cancel = true;
+  });
+  const Evaluation cancelled = unbounded.Evaluate(weights, 1, &cancel);
+  canceller.join();
+  EXPECT_FALSE(cancelled.complete);
+  EXPECT_EQ(cancelled.episodes, 0);
 }
 
 TEST_F(PolicyEvaluatorTest, RejectsWeightsOfAnotherModel) {

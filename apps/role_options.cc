@@ -44,6 +44,7 @@ PolicyEvaluatorOptions MakeEvaluatorOptions(const ExperimentConfig& config) {
   o.seed = config.evaluate.seed;
   o.target_return = config.launch.target_return;
   o.episode_return_bound = config.launch.episode_return_bound;
+  o.time_limit_s = config.launch.eval_timeout_s;
   return o;
 }
 

@@ -44,6 +44,7 @@ RunMonitor::~RunMonitor() {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
+  cancel_evaluation_ = true;
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
@@ -72,7 +73,7 @@ void RunMonitor::EvaluatorLoop() {
     const std::int64_t env_steps = progress_().env_steps;
     Evaluation e;
     try {
-      e = evaluator_->Evaluate(blob->payloads, blob->version);
+      e = evaluator_->Evaluate(blob->payloads, blob->version, &cancel_evaluation_);
     } catch (const Error& error) {
       spdlog::error("evaluation of weights v{} failed: {}", blob->version, error.what());
       evaluated = blob->version;
@@ -270,6 +271,7 @@ RunSummary RunMonitor::Finish(const std::string& stop_reason,
     std::lock_guard lock(mu_);
     stop_ = true;
   }
+  cancel_evaluation_ = true;  // a periodic evaluation still running is not waited for
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   const RunProgress p = progress_();

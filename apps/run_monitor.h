@@ -119,6 +119,7 @@ class RunMonitor {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  std::atomic<bool> cancel_evaluation_{false};  // set with stop_: ends a running evaluation
   bool solved_ = false;
   std::optional<Evaluation> solving_;  // the first evaluation that reached the target
   std::optional<double> solve_time_s_;

@@ -38,7 +38,8 @@ void RandomPolicy::Act(const VectorEnv& env, std::span<std::int64_t> discrete,
 
 std::vector<EpisodeResult> RunEpisodes(VectorEnv& env, BatchPolicy& policy,
                                        std::int64_t num_episodes, std::uint64_t seed,
-                                       const EpisodeCallback& keep_going) {
+                                       const EpisodeCallback& keep_going,
+                                       const std::function<bool()>& cancelled) {
   if (num_episodes < 1) {
     throw InvalidArgument("episodes must be >= 1, got " + std::to_string(num_episodes));
   }
@@ -59,6 +60,7 @@ std::vector<EpisodeResult> RunEpisodes(VectorEnv& env, BatchPolicy& policy,
   std::int64_t remaining = num_episodes;
   std::vector<std::uint64_t> ids_before(n);
   while (remaining > 0) {
+    if (cancelled && cancelled()) break;
     policy.Act(env, discrete_actions, continuous_actions);
     // Ids before the step: a done slot reports the episode that just ended.
     for (std::int64_t i = 0; i < n; ++i) ids_before[i] = env.episode_id(i);

@@ -60,9 +60,13 @@ using EpisodeCallback = std::function<bool(const EpisodeResult&)>;
 // InvalidArgument if env does not seed per episode or num_episodes < 1.
 // When `keep_going` stops the run early, the result holds only the episodes
 // finished by then (the order they finish in depends on the number of envs).
+// `cancelled`, when given, is asked before every step: true ends the run
+// with the episodes finished so far (an env without a time limit can run one
+// episode forever).
 std::vector<EpisodeResult> RunEpisodes(VectorEnv& env, BatchPolicy& policy,
                                        std::int64_t num_episodes, std::uint64_t seed,
-                                       const EpisodeCallback& keep_going = {});
+                                       const EpisodeCallback& keep_going = {},
+                                       const std::function<bool()>& cancelled = {});
 
 struct ReturnSummary {
   std::int64_t episodes = 0;
