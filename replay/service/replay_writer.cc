@@ -252,10 +252,17 @@ void ReplayWriter::OnReply(std::shared_ptr<Batch> batch, int shard, std::excepti
 }
 
 bool ReplayWriter::Flush(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
   std::unique_lock lock(mu_);
+  // The staged items wait for room like any batch (the buffer may be full
+  // of batches a slow shard has not taken yet): a flush drops nothing
+  // before its timeout.
+  changed_.wait_until(lock, deadline, [this] {
+    return closed_ || static_cast<std::int64_t>(ready_.size()) < options_.max_buffered_batches;
+  });
   SealLocked();
   changed_.notify_all();
-  return changed_.wait_for(lock, timeout, [this] {
+  return changed_.wait_until(lock, deadline, [this] {
     return closed_ || (ready_.empty() && stats_.in_flight == 0 && staging_->items == 0);
   }) && !closed_;
 }
