@@ -90,7 +90,6 @@ void RunMonitor::Record(const Evaluation& e, std::int64_t env_steps, double elap
   {
     std::lock_guard lock(mu_);
     ++evaluations_;
-    latest_ = e;
     if (e.complete) {
       last_complete_ = e;
       new_best = !best_ || e.mean_return > *best_;

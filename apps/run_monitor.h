@@ -125,7 +125,6 @@ class RunMonitor {
   std::optional<double> solve_time_s_;
   std::optional<std::int64_t> solve_env_steps_;
   std::optional<Evaluation> last_complete_;
-  std::optional<Evaluation> latest_;
   std::optional<double> best_;
   std::int64_t evaluations_ = 0;
   RunProgress last_progress_;
