@@ -54,6 +54,9 @@ class ColumnStore {
   std::size_t num_columns() const { return widths_.size(); }
   std::size_t width(std::size_t column) const { return widths_[column]; }
   std::int64_t capacity() const { return capacity_; }
+  // Rows per chunk (a power of two): rows [k * chunk_rows(), (k + 1) *
+  // chunk_rows()) of a column are contiguous in memory.
+  std::int64_t chunk_rows() const { return mask_ + 1; }
 
   const std::byte* Row(std::size_t column, std::int64_t row) const {
     return columns_[column][row >> shift_].data.get() + (row & mask_) * widths_[column];

@@ -64,5 +64,46 @@ TEST(SumTreeTest, AssignSetsEveryLeaf) {
   EXPECT_EQ(tree.Find(1.5), 1);
 }
 
+TEST(SumTreeTest, DeferredBatchesMatchImmediateSets) {
+  // Runs (FIFO inserts), repeats of one leaf (evict then insert the same
+  // slot) and random scattered leaves (priority updates), unsorted; after
+  // each Propagate every inner node must equal the tree built by Set.
+  constexpr int kLeaves = 1000;  // not a power of two: padding leaves stay 0
+  SumTree deferred(kLeaves);
+  SumTree immediate(kLeaves);
+  Rng rng(11);
+  for (int round = 0; round < 200; ++round) {
+    const auto start = static_cast<std::int64_t>(rng.UniformInt(kLeaves));
+    const auto count = 1 + static_cast<std::int64_t>(rng.UniformInt(300));
+    for (std::int64_t i = 0; i < count; ++i) {
+      std::int64_t leaf = (start + i) % kLeaves;
+      if (round % 3 == 2) leaf = static_cast<std::int64_t>(rng.UniformInt(kLeaves));
+      const double weight = rng.UniformDouble() * 5;
+      if (round % 3 == 1) {
+        deferred.SetDeferred(leaf, 0.0);
+        immediate.Set(leaf, 0.0);
+      }
+      deferred.SetDeferred(leaf, weight);
+      immediate.Set(leaf, weight);
+    }
+    EXPECT_TRUE(deferred.pending());
+    deferred.Propagate();
+    EXPECT_FALSE(deferred.pending());
+    ASSERT_EQ(deferred.Total(), immediate.Total()) << "round " << round;
+    for (double mass : {0.0, 0.25, 0.5, 0.75, 0.999}) {
+      ASSERT_EQ(deferred.Find(mass * deferred.Total()), immediate.Find(mass * immediate.Total()));
+    }
+  }
+}
+
+TEST(SumTreeTest, PropagateWithNothingPendingAndOneLeafTrees) {
+  SumTree one(1);
+  one.Propagate();
+  one.SetDeferred(0, 2.0);
+  one.Propagate();
+  EXPECT_EQ(one.Total(), 2.0);
+  EXPECT_EQ(one.Find(1.0), 0);
+}
+
 }  // namespace
 }  // namespace rlswarm::replay

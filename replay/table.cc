@@ -37,6 +37,20 @@ const TableOptions& Validated(const TableOptions& options) {
   return options;
 }
 
+// Brackets a run of selector changes made under the table lock (see
+// Selector::BeginBatch); the selector is consistent again when it ends,
+// also if the run throws.
+class SelectorBatch {
+ public:
+  explicit SelectorBatch(Selector& selector) : selector_(selector) { selector_.BeginBatch(); }
+  ~SelectorBatch() { selector_.EndBatch(); }
+  SelectorBatch(const SelectorBatch&) = delete;
+  SelectorBatch& operator=(const SelectorBatch&) = delete;
+
+ private:
+  Selector& selector_;
+};
+
 void CheckPriority(double priority, std::size_t index, const char* what) {
   if (!std::isfinite(priority) || priority < 0) {
     throw InvalidArgument(std::string(what) + "[" + std::to_string(index) + "] = " +
@@ -140,8 +154,8 @@ void Table::InsertLocked(PreparedInsert& insert) {
     // never wrap: a reused key would update the wrong item.
     throw ResourceExhausted("table '" + initial_options_.name + "': key space exhausted");
   }
-  ColumnStore& columns = store_.columns();
-  const auto& fields = signature().fields;
+  const SelectorBatch batch(*selector_);
+  insert_slots_.resize(static_cast<std::size_t>(insert.n));
   for (std::int64_t i = 0; i < insert.n; ++i) {
     if (store_.size() == store_.capacity()) {
       RemoveLocked(store_.Oldest());
@@ -152,20 +166,43 @@ void Table::InsertLocked(PreparedInsert& insert) {
     const std::int64_t slot = store_.Allocate(
         seq,
         {.priority = priority, .insert_time_ns = now, .policy_version = insert.policy_version});
-    for (std::size_t f = 0; f < fields.size(); ++f) {
-      const std::size_t bytes = columns.width(ItemStore::FieldColumn(f));
-      std::memcpy(columns.MutableRow(ItemStore::FieldColumn(f), slot),
-                  insert.fields[f] + static_cast<std::size_t>(i) * bytes, bytes);
-    }
+    insert_slots_[i] = slot;
     selector_->Insert(slot, priority);
     histogram_.Add(priority);
     max_priority_ = std::max(max_priority_, priority);
     insert.keys[i] = store_.MakeKey(seq, slot);
   }
+  CopyFieldsLocked(insert);
   max_policy_version_ = std::max(max_policy_version_, insert.policy_version);
   limiter_.OnInserts(insert.n);
   counters_.inserted += insert.n;
   insert_rate_.Add(insert.n, now);
+}
+
+// Field by field, one memcpy per run of consecutive slots in one chunk: a
+// table that evicts in FIFO order hands out consecutive slots, so a batch is
+// usually one or two runs, not n * fields small copies.
+void Table::CopyFieldsLocked(const PreparedInsert& insert) {
+  ColumnStore& columns = store_.columns();
+  const std::size_t num_fields = signature().fields.size();
+  const std::int64_t chunk_rows = columns.chunk_rows();
+  for (std::size_t f = 0; f < num_fields; ++f) {
+    const std::size_t column = ItemStore::FieldColumn(f);
+    const std::size_t width = columns.width(column);
+    std::int64_t i = 0;
+    while (i < insert.n) {
+      const std::int64_t first = insert_slots_[i];
+      std::int64_t run = 1;
+      while (i + run < insert.n && insert_slots_[i + run] == first + run &&
+             (first + run) % chunk_rows != 0) {
+        ++run;
+      }
+      std::memcpy(columns.MutableRow(column, first),
+                  insert.fields[f] + static_cast<std::size_t>(i) * width,
+                  static_cast<std::size_t>(run) * width);
+      i += run;
+    }
+  }
 }
 
 void Table::SampleLocked(const SampleRequest& request, SampledBatch& batch) {
@@ -248,6 +285,7 @@ PriorityUpdateResult Table::UpdatePriorities(std::span<const std::uint64_t> keys
   PriorityUpdateResult result;
   MutexLock lock(mu_);
   CheckOpenLocked();
+  const SelectorBatch batch(*selector_);
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const std::int64_t slot = store_.Find(keys[i]);
     if (slot < 0) {

@@ -170,6 +170,7 @@ class Table {
 
   void CheckOpenLocked() const RLSWARM_REQUIRES(mu_);
   void InsertLocked(PreparedInsert& insert) RLSWARM_REQUIRES(mu_);
+  void CopyFieldsLocked(const PreparedInsert& insert) RLSWARM_REQUIRES(mu_);
   void SampleLocked(const SampleRequest& request, SampledBatch& batch) RLSWARM_REQUIRES(mu_);
   void RemoveLocked(std::int64_t slot) RLSWARM_REQUIRES(mu_);
   // Runs admitted waiters until none is; queues their callbacks in `done`.
@@ -198,8 +199,9 @@ class Table {
   RateMeter insert_rate_ RLSWARM_GUARDED_BY(mu_);
   RateMeter sample_rate_ RLSWARM_GUARDED_BY(mu_);
   StalenessWindow staleness_ RLSWARM_GUARDED_BY(mu_);
-  PriorityHistogram histogram_ RLSWARM_GUARDED_BY(mu_);            // of the live items
-  std::vector<std::int64_t> drawn_slots_ RLSWARM_GUARDED_BY(mu_);  // SampleLocked's scratch
+  PriorityHistogram histogram_ RLSWARM_GUARDED_BY(mu_);             // of the live items
+  std::vector<std::int64_t> drawn_slots_ RLSWARM_GUARDED_BY(mu_);   // SampleLocked's scratch
+  std::vector<std::int64_t> insert_slots_ RLSWARM_GUARDED_BY(mu_);  // InsertLocked's scratch
 
   WaiterId next_waiter_id_ RLSWARM_GUARDED_BY(mu_) = 1;
   std::list<InsertWaiter> insert_waiters_ RLSWARM_GUARDED_BY(mu_);

@@ -53,6 +53,12 @@ class Selector {
   virtual void Update(std::int64_t slot, double priority) = 0;
   // `slot` loses its item.
   virtual void Remove(std::int64_t slot) = 0;
+  // Between BeginBatch and EndBatch a selector may defer the work that many
+  // Insert/Update/Remove calls share (a prioritized selector recomputes the
+  // sum tree's inner nodes once, in EndBatch, not once per call). Sample,
+  // Probability and TotalWeight are not called in between.
+  virtual void BeginBatch() {}
+  virtual void EndBatch() {}
   // Draws one live slot. Requires size() > 0.
   virtual Selection Sample(Rng& rng) const = 0;
   virtual std::int64_t size() const = 0;

@@ -9,26 +9,43 @@ namespace rlswarm::replay {
 PrioritizedSelector::PrioritizedSelector(std::int64_t capacity, double alpha)
     : alpha_(alpha), priorities_(capacity, 0.0), tree_(capacity), live_(capacity) {}
 
-double PrioritizedSelector::Weight(double priority) const { return std::pow(priority, alpha_); }
+double PrioritizedSelector::Weight(double priority) const {
+  // alpha 1 is common enough (and pow slow enough) for a shortcut.
+  return alpha_ == 1.0 ? priority : std::pow(priority, alpha_);
+}
+
+void PrioritizedSelector::SetWeight(std::int64_t slot, double weight) {
+  if (batching_) {
+    tree_.SetDeferred(slot, weight);
+  } else {
+    tree_.Set(slot, weight);
+  }
+}
+
+void PrioritizedSelector::EndBatch() {
+  batching_ = false;
+  tree_.Propagate();
+}
 
 void PrioritizedSelector::Insert(std::int64_t slot, double priority) {
   live_.Insert(slot, priority);
   priorities_[slot] = priority;
-  tree_.Set(slot, Weight(priority));
+  SetWeight(slot, Weight(priority));
 }
 
 void PrioritizedSelector::Update(std::int64_t slot, double priority) {
   priorities_[slot] = priority;
-  tree_.Set(slot, Weight(priority));
+  SetWeight(slot, Weight(priority));
 }
 
 void PrioritizedSelector::Remove(std::int64_t slot) {
   live_.Remove(slot);
   priorities_[slot] = 0.0;
-  tree_.Set(slot, 0.0);
+  SetWeight(slot, 0.0);
 }
 
 Selection PrioritizedSelector::Sample(Rng& rng) const {
+  assert(!batching_);
   const double total = tree_.Total();
   if (!(total > 0)) return live_.Sample(rng);
   const std::int64_t slot = tree_.Find(rng.UniformDouble() * total);
@@ -42,6 +59,7 @@ double PrioritizedSelector::Probability(std::int64_t slot) const {
 }
 
 void PrioritizedSelector::Reconfigure(const SelectorOptions& options) {
+  assert(!batching_);
   if (options.alpha == alpha_) return;
   alpha_ = options.alpha;
   std::vector<double> weights(priorities_.size(), 0.0);

@@ -26,6 +26,8 @@ class PrioritizedSelector final : public Selector {
   void Insert(std::int64_t slot, double priority) override;
   void Update(std::int64_t slot, double priority) override;
   void Remove(std::int64_t slot) override;
+  void BeginBatch() override { batching_ = true; }
+  void EndBatch() override;
   Selection Sample(Rng& rng) const override;
   std::int64_t size() const override { return live_.size(); }
   double TotalWeight() const override { return tree_.Total(); }
@@ -37,11 +39,13 @@ class PrioritizedSelector final : public Selector {
 
  private:
   double Weight(double priority) const;
+  void SetWeight(std::int64_t slot, double weight);
 
   double alpha_;
   std::vector<double> priorities_;  // raw p_i per slot, kept to recompute p^alpha
   SumTree tree_;                    // p_i^alpha per slot, 0 for empty slots
   UniformSelector live_;            // live slots, for size() and the all-zero fallback
+  bool batching_ = false;           // tree_ leaves are set deferred until EndBatch
 };
 
 // Importance-sampling weights of PER, section 3.4:

@@ -85,7 +85,7 @@ std::vector<Payload> EncodeInsert(const InsertBatch& batch) {
 }
 
 std::vector<Payload> EncodeInsertAdopting(const Signature& signature, std::int64_t items,
-                                          std::vector<std::vector<std::byte>> columns,
+                                          std::vector<ColumnBuffer> columns,
                                           std::vector<double> priorities,
                                           std::int64_t policy_version) {
   Json names = Json::array();
@@ -99,8 +99,10 @@ std::vector<Payload> EncodeInsertAdopting(const Signature& signature, std::int64
   for (std::size_t f = 0; f < signature.fields.size(); ++f) {
     std::vector<std::int64_t> shape = {items};
     shape.insert(shape.end(), signature.fields[f].shape.begin(), signature.fields[f].shape.end());
-    payloads.push_back(
-        Payload::FromVector(signature.fields[f].dtype, std::move(shape), std::move(columns[f])));
+    const void* data = columns[f]->data();
+    const std::size_t bytes = columns[f]->size();
+    payloads.push_back(Payload::Adopt(signature.fields[f].dtype, std::move(shape),
+                                      std::move(columns[f]), data, bytes));
   }
   if (!priorities.empty()) payloads.push_back(FromVector(DType::kFloat64, std::move(priorities)));
   return payloads;

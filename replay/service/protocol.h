@@ -36,6 +36,7 @@
 // turns it into an error reply, so nothing a client sends crashes a shard.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -79,9 +80,11 @@ struct DecodedInsert {
 // `batch` must be a valid InsertBatch (the table checks it again).
 std::vector<rpc::Payload> EncodeInsert(const InsertBatch& batch);
 // As EncodeInsert for `items` rows of `signature` held in `columns` (one
-// buffer per field, signature order), which the frames take over: no copy.
+// buffer per field, signature order), which the frames share: no copy. A
+// buffer's owner may carry a deleter (the writer recycles its buffers).
+using ColumnBuffer = std::shared_ptr<const std::vector<std::byte>>;
 std::vector<rpc::Payload> EncodeInsertAdopting(const Signature& signature, std::int64_t items,
-                                               std::vector<std::vector<std::byte>> columns,
+                                               std::vector<ColumnBuffer> columns,
                                                std::vector<double> priorities,
                                                std::int64_t policy_version);
 // Checks the frame layout and dtypes; the table checks the fields against

@@ -27,6 +27,15 @@ struct ReplayWriter::Staging {
   bool has_priorities = false;
 };
 
+namespace {
+
+// A staging buffer holds one full batch of a field.
+std::size_t StagingBytes(const ReplayWriterOptions& options, const FieldSpec& field) {
+  return static_cast<std::size_t>(options.max_batch_items) * field.ItemBytes();
+}
+
+}  // namespace
+
 void ReplayWriterOptions::Validate() const {
   if (endpoints.empty()) throw InvalidArgument("replay writer: no shard endpoints");
   if (static_cast<int>(endpoints.size()) > protocol::kMaxShards) {
@@ -56,8 +65,12 @@ ReplayWriter::ReplayWriter(ReplayWriterOptions options)
     shards_.push_back(std::make_unique<rpc::Client>(client));
   }
   down_until_.assign(shards_.size(), Clock::time_point{});
-  staging_->columns.resize(options_.signature.fields.size());
-  sender_ = std::thread([this] { SenderLoop(); });
+  for (const FieldSpec& field : options_.signature.fields) {
+    // Batches in flight, the staging one and a spare.
+    pools_.push_back(BufferPool::Create(static_cast<std::size_t>(options_.max_in_flight) + 2));
+    staging_->columns.push_back(pools_.back()->Take(StagingBytes(options_, field)));
+  }
+  timer_ = std::thread([this] { TimerLoop(); });
 }
 
 ReplayWriter::~ReplayWriter() { Close(); }
@@ -84,7 +97,7 @@ void ReplayWriter::Append(const InsertBatch& items) {
   if (s.items > 0 &&
       (s.policy_version != items.policy_version || s.has_priorities != has_priorities)) {
     WaitForRoomLocked(lock);
-    SealLocked();
+    SealLocked();  // sent below
   }
   if (s.items == 0) {
     s.policy_version = items.policy_version;
@@ -102,8 +115,10 @@ void ReplayWriter::Append(const InsertBatch& items) {
   if (s.items >= options_.max_batch_items) {
     WaitForRoomLocked(lock);
     SealLocked();
-    changed_.notify_all();
   }
+  std::vector<Dispatch> dispatches = TakeDispatchesLocked();
+  lock.unlock();
+  SendAll(std::move(dispatches));
 }
 
 void ReplayWriter::WaitForRoomLocked(std::unique_lock<std::mutex>& lock) {
@@ -126,14 +141,15 @@ void ReplayWriter::WaitForRoomLocked(std::unique_lock<std::mutex>& lock) {
 void ReplayWriter::SealLocked() {
   Staging& s = *staging_;
   if (s.items == 0) return;
-  // The frames take the staging buffers over; the next batch gets new ones
-  // of the same capacity.
+  // The frames take the staging buffers over; the next batch gets pooled
+  // ones (warm in cache) of the same capacity.
   auto sealed = std::make_shared<Batch>();
   sealed->items = s.items;
-  std::vector<std::vector<std::byte>> columns(s.columns.size());
+  std::vector<protocol::ColumnBuffer> columns(s.columns.size());
   for (std::size_t f = 0; f < columns.size(); ++f) {
-    columns[f].reserve(s.columns[f].capacity());
-    columns[f].swap(s.columns[f]);
+    std::vector<std::byte> next =
+        pools_[f]->Take(StagingBytes(options_, options_.signature.fields[f]));
+    columns[f] = pools_[f]->Share(std::exchange(s.columns[f], std::move(next)));
   }
   sealed->payloads = protocol::EncodeInsertAdopting(options_.signature, s.items, std::move(columns),
                                                     std::move(s.priorities), s.policy_version);
@@ -161,40 +177,51 @@ int ReplayWriter::PickShardLocked(Clock::time_point now) {
   return -1;
 }
 
-void ReplayWriter::SenderLoop() {
+std::vector<ReplayWriter::Dispatch> ReplayWriter::TakeDispatchesLocked() {
+  std::vector<Dispatch> dispatches;
+  if (closed_) return dispatches;
+  const auto now = Clock::now();
+  while (!ready_.empty() && stats_.in_flight < options_.max_in_flight) {
+    const int shard = PickShardLocked(now);
+    if (shard < 0) break;  // all down: the timer resends after retry_backoff
+    dispatches.push_back({std::move(ready_.front()), shard});
+    ready_.pop_front();
+    ++stats_.in_flight;
+    ++stats_.batches_sent;
+  }
+  stats_.buffered = static_cast<std::int64_t>(ready_.size());
+  if (!dispatches.empty()) changed_.notify_all();  // room for a blocked Append
+  return dispatches;
+}
+
+void ReplayWriter::SendAll(std::vector<Dispatch> dispatches) {
+  for (Dispatch& d : dispatches) Send(std::move(d.batch), d.shard);
+}
+
+void ReplayWriter::TimerLoop() {
   std::unique_lock lock(mu_);
   while (!closed_) {
-    auto now = Clock::now();
+    const auto now = Clock::now();
     // A full buffer keeps the staged items staged (no drop): the next
     // Append seals them once it has waited for room.
     if (staging_->items > 0 && now - staged_since_ >= options_.flush_interval &&
         static_cast<std::int64_t>(ready_.size()) < options_.max_buffered_batches) {
       SealLocked();
     }
-    bool all_down = false;
-    while (!ready_.empty() && stats_.in_flight < options_.max_in_flight) {
-      const int shard = PickShardLocked(now);
-      if (shard < 0) {
-        all_down = true;
-        break;
-      }
-      std::shared_ptr<Batch> batch = ready_.front();
-      ready_.pop_front();
-      ++stats_.in_flight;
-      ++stats_.batches_sent;
-      stats_.buffered = static_cast<std::int64_t>(ready_.size());
+    std::vector<Dispatch> dispatches = TakeDispatchesLocked();
+    if (!dispatches.empty()) {
       lock.unlock();
-      Send(std::move(batch), shard);
+      SendAll(std::move(dispatches));
       lock.lock();
-      now = Clock::now();
+      continue;
     }
-    changed_.notify_all();  // room for a blocked Append
     Clock::time_point wake = now + options_.flush_interval;
     if (staging_->items > 0) wake = std::min(wake, staged_since_ + options_.flush_interval);
-    if (all_down) {
+    if (!ready_.empty() && stats_.in_flight < options_.max_in_flight) {
+      // Every shard is down: wake when the first may be tried again.
       wake = std::min(wake, *std::min_element(down_until_.begin(), down_until_.end()));
     }
-    changed_.wait_until(lock, wake);
+    timer_wake_.wait_until(lock, wake);
   }
 }
 
@@ -224,7 +251,7 @@ void ReplayWriter::OnReply(std::shared_ptr<Batch> batch, int shard, std::excepti
       message = e.what();
     }
   }
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   --stats_.in_flight;
   if (!error) {
     stats_.items_acknowledged += batch->items;
@@ -247,8 +274,14 @@ void ReplayWriter::OnReply(std::shared_ptr<Batch> batch, int shard, std::excepti
       ready_.push_front(std::move(batch));
     }
     stats_.buffered = static_cast<std::int64_t>(ready_.size());
+    timer_wake_.notify_one();  // if every shard is down now, it times the resend
   }
   changed_.notify_all();
+  // The next batch goes from here (this is the rpc client's I/O thread;
+  // CallAsync never blocks).
+  std::vector<Dispatch> dispatches = TakeDispatchesLocked();
+  lock.unlock();
+  SendAll(std::move(dispatches));
 }
 
 bool ReplayWriter::Flush(std::chrono::milliseconds timeout) {
@@ -261,7 +294,10 @@ bool ReplayWriter::Flush(std::chrono::milliseconds timeout) {
     return closed_ || static_cast<std::int64_t>(ready_.size()) < options_.max_buffered_batches;
   });
   SealLocked();
-  changed_.notify_all();
+  std::vector<Dispatch> dispatches = TakeDispatchesLocked();
+  lock.unlock();
+  SendAll(std::move(dispatches));
+  lock.lock();
   return changed_.wait_until(lock, deadline, [this] {
     return closed_ || (ready_.empty() && stats_.in_flight == 0 && staging_->items == 0);
   }) && !closed_;
@@ -274,7 +310,8 @@ void ReplayWriter::Close() {
     closed_ = true;
   }
   changed_.notify_all();
-  if (sender_.joinable()) sender_.join();
+  timer_wake_.notify_all();
+  if (timer_.joinable()) timer_.join();
   for (auto& shard : shards_) shard->Close();  // pending calls end Cancelled (OnReply counts them)
   std::lock_guard lock(mu_);
   for (const auto& batch : ready_) stats_.items_dropped += batch->items;

@@ -3,9 +3,12 @@
 // ReplayWriter: what an actor uses to send items to a sharded replay
 // service. It stages appended items into batches (sealed at max_batch_items,
 // after flush_interval, or when the policy version or the presence of
-// priorities changes), and a sender thread sends each sealed batch to one
-// shard, round-robin over the shards that are up, with up to
-// max_in_flight batches unacknowledged.
+// priorities changes) and sends each sealed batch to one shard, round-robin
+// over the shards that are up, with up to max_in_flight batches
+// unacknowledged. A batch is sent by the thread that seals it or by the
+// completion of an earlier batch (on the rpc client's I/O thread), so no
+// thread is woken per batch; a timer thread only seals batches staged for
+// flush_interval and resends after retry_backoff.
 //
 // Failure handling:
 //   * A batch that fails (shard killed or restarting: Unavailable; the
@@ -34,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "replay/service/buffer_pool.h"
 #include "replay/table_types.h"
 #include "rpc/client.h"
 
@@ -93,16 +97,28 @@ class ReplayWriter {
 
   void WaitForRoomLocked(std::unique_lock<std::mutex>& lock);
   void SealLocked();
-  void SenderLoop();
+  struct Dispatch {
+    std::shared_ptr<Batch> batch;
+    int shard = 0;
+  };
+  // Takes the ready batches that may go now (in flight < max_in_flight, a
+  // shard up); the caller sends them with SendAll after unlocking mu_.
+  std::vector<Dispatch> TakeDispatchesLocked();
+  void SendAll(std::vector<Dispatch> dispatches);
+  void TimerLoop();
   void Send(std::shared_ptr<Batch> batch, int shard);
   void OnReply(std::shared_ptr<Batch> batch, int shard, std::exception_ptr error);
   int PickShardLocked(std::chrono::steady_clock::time_point now);
 
   const ReplayWriterOptions options_;
   std::vector<std::unique_ptr<rpc::Client>> shards_;
+  // One per field (the fields' buffers differ in size): staging buffers
+  // come from here and return after their batch is acknowledged.
+  std::vector<std::shared_ptr<BufferPool>> pools_;
 
   mutable std::mutex mu_;
-  std::condition_variable changed_;
+  std::condition_variable changed_;     // room, acknowledgements (Append, Flush)
+  std::condition_variable timer_wake_;  // closed, a shard failed
   bool closed_ = false;
   bool dropping_ = false;  // the buffer stayed full for max_block: drop without waiting
   std::unique_ptr<Staging> staging_;
@@ -111,7 +127,7 @@ class ReplayWriter {
   std::vector<std::chrono::steady_clock::time_point> down_until_;
   int next_shard_ = 0;
   ReplayWriterStats stats_;
-  std::thread sender_;
+  std::thread timer_;
 };
 
 }  // namespace rlswarm::replay
