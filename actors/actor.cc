@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "actors/q_policy.h"
+#include "actors/weights_follower.h"
 #include "common/errors.h"
 #include "envs/random.h"
 #include "models/model_spec.h"
@@ -52,20 +53,19 @@ Actor::Actor(ActorOptions options, const models::ModelSpec& model, std::uint64_t
       policy_->num_actions() != env_.spec().action.num_actions) {
     throw InvalidArgument("actor: the model does not fit " + options_.env_name);
   }
-  if (options_.weights) subscriber_ = std::make_unique<rpc::Subscriber>(*options_.weights);
+  if (!options_.weights.empty()) weights_ = std::make_unique<WeightsFollower>(options_.weights);
 }
 
 Actor::~Actor() = default;
 
 void Actor::RefreshWeights() {
-  if (!subscriber_) return;
-  const std::uint64_t newest = subscriber_->version();
+  if (!weights_) return;
+  std::optional<rpc::VersionedBlob> blob =
+      weights_->Poll(static_cast<std::uint64_t>(policy_version_));
   {
     std::lock_guard lock(mu_);
-    stats_.newest_version_seen = static_cast<std::int64_t>(newest);
+    stats_.newest_version_seen = static_cast<std::int64_t>(weights_->newest_announced());
   }
-  if (newest <= static_cast<std::uint64_t>(policy_version_)) return;
-  std::optional<rpc::VersionedBlob> blob = subscriber_->Latest();
   if (!blob) return;
   try {
     policy_->LoadWeights(blob->payloads);

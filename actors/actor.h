@@ -46,6 +46,7 @@ struct ModelSpec;
 namespace rlswarm::actors {
 
 class QPolicy;
+class WeightsFollower;
 
 struct ActorOptions {
   std::int64_t actor_id = 0;
@@ -56,8 +57,10 @@ struct ActorOptions {
   ExplorationOptions exploration;
   std::uint64_t seed = 0;      // envs and exploration of actor i derive from (seed, i)
   std::int64_t max_steps = 0;  // env steps of this actor (M per loop); 0 = until Stop()
-  // Weights: none = act with the initial parameters (seeded) forever.
-  std::optional<rpc::SubscriberOptions> weights;
+  // The learner's weights publishers: one for publish_mode full, one per
+  // learner rank for parts (see WeightsFollower). None = act with the
+  // initial parameters (seeded) forever.
+  std::vector<rpc::SubscriberOptions> weights;
   std::int64_t refresh_steps = 100;  // loop iterations between weight checks
   std::chrono::milliseconds refresh_interval{200};
   // Throws InvalidArgument naming the bad option.
@@ -110,7 +113,7 @@ class Actor {
   envs::VectorEnv env_;
   NStepAccumulator n_step_;
   replay::ReplayWriter writer_;
-  std::unique_ptr<rpc::Subscriber> subscriber_;
+  std::unique_ptr<WeightsFollower> weights_;
   std::atomic<bool> stop_{false};
   double epsilon_ = 0;
   std::int64_t policy_version_ = 0;

@@ -12,6 +12,7 @@
 
 #include "actors/q_policy.h"
 #include "models/q_networks.h"
+#include "models/weights_parts.h"
 #include "models/weights_wire.h"
 #include "replay/service/replay_service.h"
 #include "replay/service/transition.h"
@@ -66,6 +67,13 @@ replay::ReplayWriterOptions Writer(const std::string& endpoint) {
 
 const models::ModelSpec kMlp = models::MakeMlpSpec(models::MlpOptions{});
 
+rpc::SubscriberOptions Follow(const rpc::Publisher& publisher) {
+  rpc::SubscriberOptions o;
+  o.endpoint = publisher.endpoint();
+  o.snapshot_endpoint = publisher.snapshot_endpoint();
+  return o;
+}
+
 // Weights under which the greedy action is always `action`: every
 // parameter 0 except the head's bias.
 std::vector<rpc::Payload> AlwaysAction(int action) {
@@ -118,7 +126,7 @@ TEST(ActorTest, NewWeightsPublishedMidRunChangeTheActions) {
   rpc::Publisher publisher(rpc::PublisherOptions{});
   ActorOptions options = CartPoleActor(0);
   options.exploration.epsilon = 0.0;  // greedy: actions show the weights
-  options.weights = rpc::SubscriberOptions{publisher.endpoint(), publisher.snapshot_endpoint()};
+  options.weights = {Follow(publisher)};
   publisher.Publish(1, AlwaysAction(0));
   Actor actor(options, kMlp, 1, Writer(shard->endpoint()));
   std::thread run([&] { actor.Run(); });
@@ -139,6 +147,64 @@ TEST(ActorTest, NewWeightsPublishedMidRunChangeTheActions) {
     ++seen[version];
     if (version == 0) continue;  // acted before the first version arrived
     EXPECT_EQ(replay::testing::FieldAt<std::int64_t>(batch.fields[1], i), version == 1 ? 0 : 1);
+  }
+  EXPECT_GT(seen[1], 0);
+  EXPECT_GT(seen[2], 0);
+}
+
+// As a learner with two ranks publishes in publish_mode parts: rank r
+// holds elements [r * n / 2, (r + 1) * n / 2) of every parameter.
+std::vector<rpc::Payload> AlwaysActionPart(int action, int rank) {
+  const models::WeightsPart whole = models::DecodeWeights(AlwaysAction(action));
+  models::NamedTensors part;
+  int index = 0;
+  for (const auto& [name, t] : whole.tensors) {
+    const std::int64_t begin = t.numel() * rank / 2;
+    const std::int64_t end = t.numel() * (rank + 1) / 2;
+    if (begin < end) {
+      part.emplace_back(models::WeightsPartName(name, index, t.sizes().vec(), begin),
+                        t.reshape(-1).narrow(0, begin, end - begin).clone());
+    }
+    ++index;
+  }
+  return models::EncodeWeights(part, rank, 2);
+}
+
+TEST(ActorTest, FollowsWeightsPublishedInPartsByEveryLearnerRank) {
+  auto shard = StartShard();
+  rpc::Publisher rank0(rpc::PublisherOptions{});
+  rpc::Publisher rank1(rpc::PublisherOptions{});
+  ActorOptions options = CartPoleActor(0);
+  options.exploration.epsilon = 0.0;
+  options.weights = {Follow(rank0), Follow(rank1)};
+  rank0.Publish(1, AlwaysActionPart(1, 0));
+  rank1.Publish(1, AlwaysActionPart(1, 1));
+  Actor actor(options, kMlp, 1, Writer(shard->endpoint()));
+  std::thread run([&] { actor.Run(); });
+  ASSERT_TRUE(replay::testing::WaitFor([&] { return actor.stats().policy_version == 1; }, 10s));
+  // Rank 0 alone moves on: the actor must not load half of version 2.
+  rank0.Publish(2, AlwaysActionPart(0, 0));
+  ASSERT_TRUE(
+      replay::testing::WaitFor([&] { return actor.stats().newest_version_seen == 2; }, 10s));
+  const std::int64_t steps = actor.stats().env_steps;
+  ASSERT_TRUE(
+      replay::testing::WaitFor([&] { return actor.stats().env_steps > steps + 2000; }, 10s));
+  EXPECT_EQ(actor.stats().policy_version, 1);
+  rank1.Publish(2, AlwaysActionPart(0, 1));
+  ASSERT_TRUE(replay::testing::WaitFor([&] { return actor.stats().policy_version == 2; }, 10s));
+  const std::int64_t switched_at = actor.stats().env_steps;
+  ASSERT_TRUE(
+      replay::testing::WaitFor([&] { return actor.stats().env_steps > switched_at + 2000; }, 10s));
+  actor.Stop();
+  run.join();
+  const replay::SampledBatch batch = shard->table().Sample({2000});
+  int seen[3] = {0, 0, 0};
+  for (std::size_t i = 0; i < batch.keys.size(); ++i) {
+    const std::int64_t version = batch.policy_versions[i];
+    ASSERT_TRUE(version >= 0 && version <= 2) << version;
+    ++seen[version];
+    if (version == 0) continue;
+    EXPECT_EQ(replay::testing::FieldAt<std::int64_t>(batch.fields[1], i), version == 1 ? 1 : 0);
   }
   EXPECT_GT(seen[1], 0);
   EXPECT_GT(seen[2], 0);

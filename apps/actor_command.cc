@@ -25,7 +25,7 @@ struct ActorArgs {
   std::string config_file;
   std::int64_t actor_id = 0;
   std::int64_t num_actors = 0;
-  std::string weights_endpoint_file;
+  std::vector<std::string> weights_endpoint_files;
   std::int64_t max_steps = 0;
   std::string metrics_file;
   bool print_config = false;
@@ -66,9 +66,8 @@ void RunActor(const ActorArgs& args, const CLI::App& cmd) {
   actors::SetInferenceThreads(1);
 
   actors::ActorOptions options = MakeActorOptions(config, args.actor_id, args.max_steps);
-  if (!args.weights_endpoint_file.empty()) {
-    options.weights =
-        ReadWeightsEndpoints(args.weights_endpoint_file, config.security.ToClientOptions());
+  for (const std::string& file : args.weights_endpoint_files) {
+    options.weights.push_back(ReadWeightsEndpoints(file, config.security.ToClientOptions()));
   }
   const replay::ReplayWriterOptions writer = MakeActorWriterOptions(config);
 
@@ -118,9 +117,12 @@ void AddActorCommand(CLI::App& app) {
   cmd->add_option("--actor-id", args->actor_id, "This actor's index in [0, num_actors)")
       ->required();
   cmd->add_option("--num-actors", args->num_actors, "Actors in the swarm (actor.num_actors)");
-  cmd->add_option("--weights-endpoint-file", args->weights_endpoint_file,
-                  "File with the learner's weights PUB and snapshot endpoints (two lines); "
-                  "without it the actor keeps its initial weights");
+  cmd->add_option("--weights-endpoint-file", args->weights_endpoint_files,
+                  "File with the learner's weights PUB and snapshot endpoints (two lines). "
+                  "learner.publish_mode parts: give it once per learner rank (FILE, "
+                  "FILE.rank1, ...). Without it the actor keeps its initial weights")
+      ->allow_extra_args(false)
+      ->take_all();
   cmd->add_option("--max-steps", args->max_steps, "Stop after this many env steps (0 = never)");
   cmd->add_option("--metrics-file", args->metrics_file,
                   "Append one JSON line per finished episode");

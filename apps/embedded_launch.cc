@@ -116,7 +116,7 @@ class ActorThread {
     weights.endpoint = kWeightsEndpoint;
     weights.snapshot_endpoint = kWeightsSnapshotEndpoint;
     weights.name = "actor-weights";
-    options.weights = weights;
+    options.weights = {weights};
     actor_ = std::make_unique<actors::Actor>(options, config.ModelSpec(), config.model.seed,
                                              MakeActorWriterOptions(config));
     thread_ = std::thread([this] { Loop(); });
@@ -219,9 +219,11 @@ RunSummary RunEmbedded(ExperimentConfig config, const RunDirectory& run, ScalarL
   monitor_options.evaluator = MakeEvaluatorOptions(config);
   monitor_options.model = config.ModelSpec();
   monitor_options.model_seed = config.model.seed;
-  monitor_options.weights.endpoint = kWeightsEndpoint;
-  monitor_options.weights.snapshot_endpoint = kWeightsSnapshotEndpoint;
-  monitor_options.weights.name = "evaluator-weights";
+  rpc::SubscriberOptions evaluator_weights;
+  evaluator_weights.endpoint = kWeightsEndpoint;
+  evaluator_weights.snapshot_endpoint = kWeightsSnapshotEndpoint;
+  evaluator_weights.name = "evaluator-weights";
+  monitor_options.weights = {evaluator_weights};
   monitor_options.mode = "embedded";
   monitor_options.earlier = earlier;
   RunMonitor monitor(monitor_options, run, scalars, progress);

@@ -20,6 +20,7 @@
 #include "apps/process_supervisor.h"
 #include "apps/role_options.h"
 #include "apps/run_monitor.h"
+#include "learner/weights_broadcaster.h"
 #include "replay/service/replay_sampler.h"
 #include "rpc/broadcast.h"
 
@@ -40,6 +41,32 @@ int PickFreePort() {
   ::close(fd);
   if (!ok) throw Unavailable("cannot bind 127.0.0.1:0 to pick a port");
   return ntohs(addr.sin_port);
+}
+
+bool PortIsFree(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// `count` consecutive free ports, none of them in `taken` (publish_mode
+// parts: learner rank r binds the weights ports + r).
+int PickFreePorts(int count, const std::vector<int>& taken) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int first = PickFreePort();
+    bool ok = first + count - 1 <= 65535;
+    for (int p = first; ok && p < first + count; ++p) {
+      ok = std::find(taken.begin(), taken.end(), p) == taken.end() && (p == first || PortIsFree(p));
+    }
+    if (ok) return first;
+  }
+  throw Unavailable("cannot find " + std::to_string(count) + " consecutive free ports");
 }
 
 std::string Loopback(int port) { return "tcp://127.0.0.1:" + std::to_string(port); }
@@ -168,15 +195,35 @@ RunSummary RunProcesses(ExperimentConfig config, const RunDirectory& run, Scalar
   for (const std::string& e : replay_endpoints) {
     endpoints_list += (endpoints_list.empty() ? "" : ", ") + ("\"" + e + "\"");
   }
-  const std::string weights = Loopback(PickFreePort());
-  const std::string snapshot = Loopback(PickFreePort());
+  const int weights_port = PickFreePorts(ranks, {});
+  std::vector<int> taken;
+  for (int r = 0; r < ranks; ++r) taken.push_back(weights_port + r);
+  const std::string weights = Loopback(weights_port);
+  const std::string snapshot = Loopback(PickFreePorts(ranks, taken));
   const int master_port = PickFreePort();
-  const std::string weights_file = (run.endpoints() / "weights").string();
-  WriteLinesAtomically(weights_file, {weights, snapshot});
+  // publish_mode parts: every learner rank that holds a shard publishes its
+  // part on the ports after these (learner/weights_broadcaster.h) and the
+  // actors and the evaluator follow them all; full: rank 0 alone.
+  const bool parts = config.learner.publish_mode == "parts";
+  const int publishers = parts && config.learner.strategy != "no_shard" ? ranks : 1;
+  std::vector<std::string> weights_files;
+  std::vector<rpc::SubscriberOptions> weights_subs;
+  for (int r = 0; r < publishers; ++r) {
+    std::string file = (run.endpoints() / "weights").string();
+    if (r > 0) file += ".rank" + std::to_string(r);
+    rpc::SubscriberOptions sub;
+    sub.endpoint = learner::OffsetEndpointPort(weights, r);
+    sub.snapshot_endpoint = learner::OffsetEndpointPort(snapshot, r);
+    sub.security = config.security.ToClientOptions();
+    sub.name = "evaluator-weights";
+    WriteLinesAtomically(file, {sub.endpoint, sub.snapshot_endpoint});
+    weights_files.push_back(file);
+    weights_subs.push_back(sub);
+  }
   WriteLinesAtomically((run.endpoints() / "replay").string(), replay_endpoints);
-  const std::vector<std::string> common = {
-      "replay.endpoints=[" + endpoints_list + "]", "learner.weights_endpoint=" + weights,
-      "learner.weights_snapshot_endpoint=" + snapshot, "learner.publish_mode=full"};
+  const std::vector<std::string> common = {"replay.endpoints=[" + endpoints_list + "]",
+                                           "learner.weights_endpoint=" + weights,
+                                           "learner.weights_snapshot_endpoint=" + snapshot};
 
   SupervisorOptions supervision;
   supervision.initial_backoff =
@@ -211,11 +258,18 @@ RunSummary RunProcesses(ExperimentConfig config, const RunDirectory& run, Scalar
           "learner", 1);
   }
   for (std::int64_t k = 0; k < config.actor.num_actors; ++k) {
-    child("actor-" + std::to_string(k),
-          {"actor", "--config", config_file, "--actor-id", std::to_string(k),
-           "--weights-endpoint-file", weights_file, "--metrics-file",
-           (run.episodes() / ("actor-" + std::to_string(k) + ".jsonl")).string()},
-          "", 2);
+    std::vector<std::string> argv = {
+        "actor",
+        "--config",
+        config_file,
+        "--actor-id",
+        std::to_string(k),
+        "--metrics-file",
+        (run.episodes() / ("actor-" + std::to_string(k) + ".jsonl")).string()};
+    for (const std::string& file : weights_files) {
+      argv.insert(argv.end(), {"--weights-endpoint-file", file});
+    }
+    child("actor-" + std::to_string(k), std::move(argv), "", 2);
   }
   std::mutex failed_mu;
   std::string failed;
@@ -246,8 +300,7 @@ RunSummary RunProcesses(ExperimentConfig config, const RunDirectory& run, Scalar
   monitor_options.evaluator = MakeEvaluatorOptions(config);
   monitor_options.model = config.ModelSpec();
   monitor_options.model_seed = config.model.seed;
-  monitor_options.weights = weights_sub;
-  monitor_options.weights.name = "evaluator-weights";
+  monitor_options.weights = weights_subs;
   monitor_options.mode = "processes";
   monitor_options.earlier = earlier;
   RunMonitor monitor(monitor_options, run, scalars, [&progress] { return progress.Sample(); });

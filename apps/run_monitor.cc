@@ -34,7 +34,7 @@ RunMonitor::RunMonitor(RunMonitorOptions options, const RunDirectory& run, Scala
       scalars_(scalars),
       progress_(std::move(progress)),
       start_offset_s_(-options_.earlier.wall_time_s),
-      subscriber_(options_.weights),
+      weights_(options_.weights),
       evaluator_(std::make_unique<PolicyEvaluator>(options_.evaluator, options_.model,
                                                    options_.model_seed)),
       tty_(::isatty(STDERR_FILENO) == 1) {}
@@ -66,8 +66,8 @@ void RunMonitor::EvaluatorLoop() {
       cv_.wait_until(lock, next_allowed, [&] { return stop_; });
       if (stop_ || (solved_ && options_.launch.stop_at_target)) return;
     }
-    if (!subscriber_.WaitNewer(evaluated, std::chrono::milliseconds(100))) continue;
-    std::optional<rpc::VersionedBlob> blob = subscriber_.Latest();
+    std::optional<rpc::VersionedBlob> blob =
+        weights_.WaitNewer(evaluated, std::chrono::milliseconds(100));
     if (!blob) continue;
     next_allowed = std::chrono::steady_clock::now() + interval;
     const std::int64_t env_steps = progress_().env_steps;
@@ -290,7 +290,7 @@ RunSummary RunMonitor::Finish(const std::string& stop_reason,
   if (solved_ && options_.launch.stop_at_target) {
     final_eval = solving_;
   } else if (std::optional<rpc::VersionedBlob> blob =
-                 final_weights ? std::move(final_weights) : subscriber_.Latest()) {
+                 final_weights ? std::move(final_weights) : weights_.Poll(0)) {
     if (last_complete_ && last_complete_->version == blob->version) {
       final_eval = last_complete_;
     } else {

@@ -28,6 +28,7 @@
 #include <string>
 #include <thread>
 
+#include "actors/weights_follower.h"
 #include "apps/launch_section.h"
 #include "apps/policy_evaluator.h"
 #include "apps/run_directory.h"
@@ -58,9 +59,11 @@ struct RunMonitorOptions {
   PolicyEvaluatorOptions evaluator;
   models::ModelSpec model;
   std::uint64_t model_seed = 0;
-  rpc::SubscriberOptions weights;  // the learner's weights broadcast
-  std::string mode;                // "embedded" or "processes", for the summary
-  RunSummary earlier;              // of the runs before a --resume (zeros otherwise)
+  // The learner's weights publishers: one (publish_mode full) or one per
+  // rank (parts), see actors::WeightsFollower.
+  std::vector<rpc::SubscriberOptions> weights;
+  std::string mode;    // "embedded" or "processes", for the summary
+  RunSummary earlier;  // of the runs before a --resume (zeros otherwise)
 };
 
 class RunMonitor {
@@ -113,7 +116,7 @@ class RunMonitor {
   ScalarLog& scalars_;
   std::function<RunProgress()> progress_;
   const double start_offset_s_;  // SecondsSinceProcessStart() at the moment of 0 elapsed
-  rpc::Subscriber subscriber_;
+  actors::WeightsFollower weights_;
   std::unique_ptr<PolicyEvaluator> evaluator_;  // used by the evaluator thread, then Finish()
 
   mutable std::mutex mu_;

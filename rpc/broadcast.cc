@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <thread>
 #include <zmq.hpp>
@@ -279,6 +280,7 @@ class Subscriber::Impl {
     if (options_.endpoint.empty() || options_.snapshot_endpoint.empty()) {
       throw InvalidArgument(options_.name + ": endpoint and snapshot_endpoint are required");
     }
+    if (options_.keep_versions < 1) throw InvalidArgument(options_.name + ": keep_versions < 1");
     control_address_ = internal::UniqueInprocEndpoint("subscriber-control");
     control_ = zmq::socket_t(internal::ProcessContext(), zmq::socket_type::pair);
     control_.set(zmq::sockopt::linger, 0);
@@ -318,6 +320,13 @@ class Subscriber::Impl {
   std::uint64_t version() const {
     std::lock_guard lock(mutex_);
     return latest_.version;
+  }
+
+  std::vector<VersionedBlob> Recent() const {
+    std::lock_guard lock(mutex_);
+    std::vector<VersionedBlob> recent(earlier_.begin(), earlier_.end());
+    if (latest_.version != 0) recent.push_back(latest_);
+    return recent;
   }
 
  private:
@@ -424,6 +433,10 @@ class Subscriber::Impl {
     {
       std::lock_guard lock(mutex_);
       if (version <= latest_.version) return;
+      if (options_.keep_versions > 1 && latest_.version != 0) {
+        earlier_.push_back(std::move(latest_));
+        while (static_cast<int>(earlier_.size()) >= options_.keep_versions) earlier_.pop_front();
+      }
       latest_.version = version;
       latest_.payloads = std::move(payloads);
     }
@@ -437,7 +450,8 @@ class Subscriber::Impl {
   std::uint64_t newest_announced_ = 0;  // receive thread only
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
-  VersionedBlob latest_;  // guarded by mutex_
+  VersionedBlob latest_;               // guarded by mutex_
+  std::deque<VersionedBlob> earlier_;  // guarded by mutex_; keep_versions - 1 at most
   std::thread thread_;
 };
 
@@ -449,6 +463,8 @@ std::optional<VersionedBlob> Subscriber::WaitNewer(std::uint64_t after,
                                                    std::chrono::milliseconds timeout) const {
   return impl_->WaitNewer(after, timeout);
 }
+std::vector<VersionedBlob> Subscriber::Recent() const { return impl_->Recent(); }
+
 std::uint64_t Subscriber::version() const { return impl_->version(); }
 
 }  // namespace rlswarm::rpc

@@ -79,6 +79,10 @@ struct SubscriberOptions {
   std::int64_t max_message_bytes = 1LL << 34;
   SecurityOptions security;
   std::string name = "subscriber";
+  // How many of the newest versions received Recent() returns (>= 1). A
+  // follower of several publishers that must find the same version on each
+  // keeps a few (actors::WeightsFollower); the blobs are shared handles.
+  int keep_versions = 1;
 };
 
 class Subscriber {
@@ -93,6 +97,10 @@ class Subscriber {
   std::optional<VersionedBlob> WaitNewer(std::uint64_t after,
                                          std::chrono::milliseconds timeout) const;
   std::uint64_t version() const;  // 0 before any
+  // Up to options.keep_versions of the newest versions received, oldest
+  // first (a version is only missed when the publisher outpaces this
+  // subscriber's receive thread, which then skips to the newest).
+  std::vector<VersionedBlob> Recent() const;
 
  private:
   class Impl;

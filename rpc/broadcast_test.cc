@@ -99,6 +99,30 @@ TEST(BroadcastTest, SubscribersFollowNewVersionsAndVersionsOnlyGoUp) {
   ExpectConsistent(*second.Latest(), 5000);
 }
 
+TEST(BroadcastTest, RecentKeepsTheNewestKeepVersionsOldestFirst) {
+  Publisher publisher({});
+  SubscriberOptions keep3 = SubscribeTo(publisher);
+  keep3.keep_versions = 3;
+  Subscriber three(keep3), one(SubscribeTo(publisher));
+  EXPECT_TRUE(three.Recent().empty());
+  for (std::uint64_t v = 1; v <= 5; ++v) {
+    publisher.Publish(v, Blob(v, 100));
+    ASSERT_TRUE(three.WaitNewer(v - 1, 10s));
+    ASSERT_TRUE(one.WaitNewer(v - 1, 10s));
+  }
+  const std::vector<VersionedBlob> recent = three.Recent();
+  ASSERT_EQ(recent.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(recent[i].version, 3 + i);
+    ExpectConsistent(recent[i], 100);
+  }
+  ASSERT_EQ(one.Recent().size(), 1u);
+  EXPECT_EQ(one.Recent()[0].version, 5u);
+  SubscriberOptions none = SubscribeTo(publisher);
+  none.keep_versions = 0;
+  EXPECT_THROW(Subscriber{none}, InvalidArgument);
+}
+
 TEST(BroadcastTest, AStalledSubscriberNeitherBlocksThePublisherNorSeesAMix) {
   Publisher publisher({});
   // A raw subscriber that never reads until the end.

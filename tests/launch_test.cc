@@ -283,6 +283,48 @@ TEST_F(LaunchTest, ProcessesModeSurvivesKillNineOfEveryRoleAndGarbageAndStillSol
   EXPECT_NE(text.find("resumed from"), std::string::npos) << text.substr(0, 4000);
 }
 
+// Two fully sharded learner ranks each publish only their part of the
+// weights (publish_mode parts): the actor and the evaluator follow both
+// publishers and act on merged versions.
+TEST_F(LaunchTest, ProcessesModeWithWeightsPublishedInPartsByTwoRanks) {
+  const fs::path run = fs::path(dir_) / "run";
+  auto launch = Launch(
+      {CartPole(), "--run-dir", run.string(), "launch.mode=processes", "launch.learner_ranks=2",
+       "learner.strategy=full_shard", "learner.publish_mode=parts", "launch.target_return=null",
+       "launch.episode_return_bound=null", "launch.max_wall_time_s=240"},
+      "launch.log");
+  // Until the actor acts on a version > 0 and the evaluator judged one.
+  const auto acted_on_published_weights = [&] {
+    std::ifstream in(run / "episodes" / "actor-0.jsonl");
+    std::string line;
+    while (std::getline(in, line)) {
+      const Json j = Json::parse(line, nullptr, false);
+      if (j.is_object() && j.value("policy_version", 0) > 0) return true;
+    }
+    return false;
+  };
+  const auto evaluated = [&] {
+    std::ifstream in(run / "evaluations.jsonl");
+    std::string line;
+    return static_cast<bool>(std::getline(in, line));
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 180s;
+  while (!(acted_on_published_weights() && evaluated()) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(acted_on_published_weights()) << launch->Log();
+  EXPECT_TRUE(evaluated()) << launch->Log();
+  EXPECT_TRUE(fs::exists(run / "endpoints" / "weights.rank1"));
+  launch->Signal(SIGINT);
+  const auto code = launch->Wait(120s);
+  ASSERT_TRUE(code.has_value()) << launch->Log();
+  EXPECT_EQ(*code, 0) << launch->Log();
+  const Json summary = ReadJson(run / "summary.json");
+  EXPECT_GE(summary["evaluations"].get<std::int64_t>(), 1);
+  EXPECT_EQ(summary["restarts"], 0);
+}
+
 TEST_F(LaunchTest, ResumeOfADirectoryWithoutARunFailsAndSaysWhy) {
   fs::create_directories(fs::path(dir_) / "empty");
   auto launch = Launch({"--resume", dir_ + "/empty"}, "launch.log");
