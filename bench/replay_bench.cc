@@ -6,9 +6,13 @@
 // Transitions: "cartpole" (observation float32[4], int64 action, reward,
 // discount, next_observation: 48 B) and "minatar" (Seaquest's bool[10,10,10]
 // observations: 2016 B).
-//   insert: W writer threads, each with its own ReplayWriter (the actor's
-//           path: append B rows, batches of B, 4 in flight), for S seconds;
-//           throughput = items acknowledged by the shard / time.
+//   insert: W writer threads, each with its own ReplayWriter (batches of B,
+//           4 in flight), for S seconds; throughput = items acknowledged by
+//           the shard / time. Two writer paths, one row each:
+//           "shared_batches": whole batches handed over without a copy
+//           (ReplayWriter::AppendShared), as raw ZeroMQ sends its frames;
+//           "appended_rows": rows copied into the writer's staging batch
+//           (ReplayWriter::Append, the actor's path).
 //   sample: one ReplaySampler drawing batches of B from a full table, one
 //           call at a time; p50/p99 are per call.
 //   raw:    ZeroMQ DEALER -> ROUTER with the same message bytes (the insert
@@ -88,9 +92,10 @@ std::unique_ptr<ReplayService> StartShard(const Signature& signature, std::int64
 }
 
 // Items per second the shard acknowledged from `writers` concurrent writers.
-double MeasureInserts(const Signature& signature, std::int64_t batch, int writers, double seconds) {
+double MeasureInserts(const Signature& signature, std::int64_t batch, int writers, double seconds,
+                      bool shared_batches) {
   auto shard = StartShard(signature, 1 << 17);
-  const Rows rows(signature, batch);
+  const auto rows = std::make_shared<const Rows>(signature, batch);
   std::vector<std::unique_ptr<ReplayWriter>> all;
   for (int w = 0; w < writers; ++w) {
     ReplayWriterOptions o;
@@ -106,7 +111,13 @@ double MeasureInserts(const Signature& signature, std::int64_t batch, int writer
   std::vector<std::thread> threads;
   for (int w = 0; w < writers; ++w) {
     threads.emplace_back([&, w] {
-      while (Clock::now() < stop) all[w]->Append(rows.batch());
+      while (Clock::now() < stop) {
+        if (shared_batches) {
+          all[w]->AppendShared(rows->batch(), rows);
+        } else {
+          all[w]->Append(rows->batch());
+        }
+      }
       all[w]->Flush(std::chrono::seconds(30));
     });
   }
@@ -222,6 +233,9 @@ int main(int argc, char** argv) {
   app.add_option("--op", only_op, "Only this op (insert or sample)");
   app.add_option("--transition", only_transition, "Only this transition (cartpole or minatar)");
   app.add_flag("--skip-raw", skip_raw, "Skip the raw ZeroMQ baseline (for profiling)");
+  std::string only_writer_path;
+  app.add_option("--writer-path", only_writer_path,
+                 "Only this insert path (shared_batches or appended_rows)");
   CLI11_PARSE(app, argc, argv);
   InitLogging("replay-bench", spdlog::level::warn);
 
@@ -235,20 +249,25 @@ int main(int argc, char** argv) {
     const std::size_t batch_bytes = static_cast<std::size_t>(batch) * t.signature.ItemBytes();
 
     if (only_op.empty() || only_op == "insert") {
-      const double inserts = MeasureInserts(t.signature, batch, writers, seconds);
       const auto [raw_insert_bytes, raw_insert_lat] =
           skip_raw ? std::pair<double, std::vector<double>>{1, {}}
                    : MeasureRaw(batch_bytes, 16, writers, 4, seconds);
-      results.push_back({{"transition", t.name},
-                         {"op", "insert"},
-                         {"batch", batch},
-                         {"writers", writers},
-                         {"item_bytes", item_bytes},
-                         {"transitions_per_sec", inserts},
-                         {"bytes_per_sec", inserts * item_bytes},
-                         {"raw_bytes_per_sec", raw_insert_bytes},
-                         {"p50_ms", nullptr},
-                         {"p99_ms", nullptr}});
+      for (const bool shared : {true, false}) {
+        const std::string path = shared ? "shared_batches" : "appended_rows";
+        if (!only_writer_path.empty() && only_writer_path != path) continue;
+        const double inserts = MeasureInserts(t.signature, batch, writers, seconds, shared);
+        results.push_back({{"transition", t.name},
+                           {"op", "insert"},
+                           {"writer_path", path},
+                           {"batch", batch},
+                           {"writers", writers},
+                           {"item_bytes", item_bytes},
+                           {"transitions_per_sec", inserts},
+                           {"bytes_per_sec", inserts * item_bytes},
+                           {"raw_bytes_per_sec", raw_insert_bytes},
+                           {"p50_ms", nullptr},
+                           {"p99_ms", nullptr}});
+      }
     }
     if (!only_op.empty() && only_op != "sample") continue;
     const SampleResult samples = MeasureSamples(t.signature, batch, seconds);
@@ -271,9 +290,10 @@ int main(int argc, char** argv) {
     std::printf("%s\n", Json{{"results", results}}.dump().c_str());
   } else {
     for (const auto& r : results) {
-      std::printf("%-9s %-7s %10.0f transitions/s  %7.1f MB/s (raw zmq %7.1f MB/s, %3.0f%%)",
+      std::printf("%-9s %-7s %-14s %10.0f transitions/s  %7.1f MB/s (raw zmq %7.1f MB/s, %3.0f%%)",
                   r["transition"].get<std::string>().c_str(), r["op"].get<std::string>().c_str(),
-                  r["transitions_per_sec"].get<double>(), r["bytes_per_sec"].get<double>() / 1e6,
+                  r.value("writer_path", "").c_str(), r["transitions_per_sec"].get<double>(),
+                  r["bytes_per_sec"].get<double>() / 1e6,
                   r["raw_bytes_per_sec"].get<double>() / 1e6,
                   100 * r["bytes_per_sec"].get<double>() / r["raw_bytes_per_sec"].get<double>());
       if (!r["p50_ms"].is_null()) {

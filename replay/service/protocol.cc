@@ -64,6 +64,18 @@ std::uint64_t GlobalKey(int shard, std::uint64_t local_key) {
 // --- insert ------------------------------------------------------------------------
 
 std::vector<Payload> EncodeInsert(const InsertBatch& batch) {
+  return EncodeInsertSharing(batch, nullptr);
+}
+
+std::vector<Payload> EncodeInsertSharing(const InsertBatch& batch,
+                                         const std::shared_ptr<const void>& owner) {
+  // Without an owner every array is copied into its frame; with one the
+  // frames point into the caller's memory.
+  const auto frame = [&owner](DType dtype, std::vector<std::int64_t> shape, const void* data,
+                              std::size_t bytes) {
+    return owner ? Payload::Adopt(dtype, std::move(shape), owner, data, bytes)
+                 : Payload::Copy(dtype, std::move(shape), data, bytes);
+  };
   Json names = Json::array();
   for (const FieldView& field : batch.fields) names.push_back(std::string(field.name));
   const Json meta = {{"fields", std::move(names)},
@@ -73,13 +85,12 @@ std::vector<Payload> EncodeInsert(const InsertBatch& batch) {
   payloads.reserve(batch.fields.size() + 2);
   payloads.push_back(Payload::FromString(meta.dump()));
   for (const FieldView& field : batch.fields) {
-    payloads.push_back(Payload::Copy(field.dtype, {field.shape.begin(), field.shape.end()},
-                                     field.data.data(), field.data.size()));
+    payloads.push_back(frame(field.dtype, {field.shape.begin(), field.shape.end()},
+                             field.data.data(), field.data.size()));
   }
   if (!batch.priorities.empty()) {
-    payloads.push_back(Payload::Copy(DType::kFloat64,
-                                     {static_cast<std::int64_t>(batch.priorities.size())},
-                                     batch.priorities.data(), batch.priorities.size_bytes()));
+    payloads.push_back(frame(DType::kFloat64, {static_cast<std::int64_t>(batch.priorities.size())},
+                             batch.priorities.data(), batch.priorities.size_bytes()));
   }
   return payloads;
 }

@@ -79,6 +79,10 @@ struct DecodedInsert {
 
 // `batch` must be a valid InsertBatch (the table checks it again).
 std::vector<rpc::Payload> EncodeInsert(const InsertBatch& batch);
+// As EncodeInsert, but the frames point into the batch's memory, which
+// `owner` keeps alive (no copy); a null owner copies.
+std::vector<rpc::Payload> EncodeInsertSharing(const InsertBatch& batch,
+                                              const std::shared_ptr<const void>& owner);
 // As EncodeInsert for `items` rows of `signature` held in `columns` (one
 // buffer per field, signature order), which the frames share: no copy. A
 // buffer's owner may carry a deleter (the writer recycles its buffers).

@@ -75,8 +75,8 @@ ReplayWriter::ReplayWriter(ReplayWriterOptions options)
 
 ReplayWriter::~ReplayWriter() { Close(); }
 
-void ReplayWriter::Append(const InsertBatch& items) {
-  std::vector<const std::byte*> ordered;
+std::int64_t ReplayWriter::Validate(const InsertBatch& items,
+                                    std::vector<const std::byte*>& ordered) const {
   const std::int64_t n = ValidateBatch(options_.signature, items.fields, ordered);
   if (!items.priorities.empty()) {
     if (static_cast<std::int64_t>(items.priorities.size()) != n) {
@@ -90,6 +90,33 @@ void ReplayWriter::Append(const InsertBatch& items) {
       }
     }
   }
+  return n;
+}
+
+void ReplayWriter::AppendShared(const InsertBatch& items, std::shared_ptr<const void> owner) {
+  if (!owner) throw InvalidArgument("replay writer: AppendShared needs an owner");
+  std::vector<const std::byte*> ordered;
+  const std::int64_t n = Validate(items, ordered);
+  auto batch = std::make_shared<Batch>();
+  batch->items = n;
+  batch->payloads = protocol::EncodeInsertSharing(items, owner);
+  std::unique_lock lock(mu_);
+  if (closed_) throw Cancelled("replay writer is closed");
+  if (staging_->items > 0) {
+    WaitForRoomLocked(lock);
+    SealLocked();
+  }
+  WaitForRoomLocked(lock);
+  PushReadyLocked(std::move(batch));
+  stats_.items_appended += n;
+  std::vector<Dispatch> dispatches = TakeDispatchesLocked();
+  lock.unlock();
+  SendAll(std::move(dispatches));
+}
+
+void ReplayWriter::Append(const InsertBatch& items) {
+  std::vector<const std::byte*> ordered;
+  const std::int64_t n = Validate(items, ordered);
   std::unique_lock lock(mu_);
   if (closed_) throw Cancelled("replay writer is closed");
   Staging& s = *staging_;
@@ -153,16 +180,20 @@ void ReplayWriter::SealLocked() {
   }
   sealed->payloads = protocol::EncodeInsertAdopting(options_.signature, s.items, std::move(columns),
                                                     std::move(s.priorities), s.policy_version);
+  PushReadyLocked(std::move(sealed));
+  s.priorities = {};
+  s.items = 0;
+}
+
+void ReplayWriter::PushReadyLocked(std::shared_ptr<Batch> batch) {
   if (static_cast<std::int64_t>(ready_.size()) >= options_.max_buffered_batches) {
     stats_.items_dropped += ready_.front()->items;
     spdlog::warn("replay writer: buffer full ({} batches), dropped the oldest ({} items)",
                  ready_.size(), ready_.front()->items);
     ready_.pop_front();
   }
-  ready_.push_back(std::move(sealed));
+  ready_.push_back(std::move(batch));
   stats_.buffered = static_cast<std::int64_t>(ready_.size());
-  s.priorities = {};
-  s.items = 0;
 }
 
 int ReplayWriter::PickShardLocked(Clock::time_point now) {

@@ -83,6 +83,14 @@ class ReplayWriter {
   // stages nothing) if the items do not match the signature; may block up
   // to max_block when the buffer is full (see above); Cancelled after Close.
   void Append(const InsertBatch& items);
+  // Sends `items` as one batch of their own without copying a byte: the
+  // frames point into the memory the views show, which `owner` keeps alive
+  // (and which must not change) until the batch is acknowledged or
+  // dropped. For producers that already hold whole batches (a VectorEnv of
+  // at least max_batch_items envs, a dataset loader, another replay):
+  // items staged by Append are sealed first, so the order is kept. Checks,
+  // blocking and dropping as Append.
+  void AppendShared(const InsertBatch& items, std::shared_ptr<const void> owner);
   // Seals the staged batch and waits until every batch is acknowledged or
   // dropped; false if `timeout` passed first.
   bool Flush(std::chrono::milliseconds timeout);
@@ -95,7 +103,11 @@ class ReplayWriter {
   struct Batch;
   struct Staging;
 
+  // Validates `items` against the signature (and their priorities); the
+  // number of items.
+  std::int64_t Validate(const InsertBatch& items, std::vector<const std::byte*>& ordered) const;
   void WaitForRoomLocked(std::unique_lock<std::mutex>& lock);
+  void PushReadyLocked(std::shared_ptr<Batch> batch);
   void SealLocked();
   struct Dispatch {
     std::shared_ptr<Batch> batch;

@@ -97,6 +97,38 @@ TEST(ReplayServiceTest, WriterAndSamplerMoveItemsIntact) {
   }
 }
 
+TEST(ReplayServiceTest, SharedBatchesAreSentWithoutCopiesAfterTheStagedItems) {
+  auto shard = StartShard(ShardOptions(0, 1));
+  ReplayWriter writer(WriterOptions({shard->endpoint()}));
+  TestBatch staged(3, /*first=*/10);
+  writer.Append(staged.Get({}, /*version=*/1));  // 3 < max_batch_items: stays staged
+  auto shared = std::make_shared<TestBatch>(20, /*first=*/100);
+  std::weak_ptr<TestBatch> watch = shared;
+  writer.AppendShared(shared->Get({}, /*version=*/2), shared);
+  shared.reset();  // the writer's frames keep it alive until acknowledged
+  ASSERT_TRUE(writer.Flush(5s));
+  EXPECT_EQ(writer.stats().items_acknowledged, 23);
+  EXPECT_EQ(writer.stats().batches_sent, 2);
+  EXPECT_TRUE(WaitFor([&] { return watch.expired(); }, 5s)) << "the shared batch was not released";
+  // The staged items went first: the FIFO table holds them under smaller keys.
+  const SampledBatch batch = shard->table().Sample({200});
+  for (std::size_t i = 0; i < batch.keys.size(); ++i) {
+    const auto action = FieldAt<std::int64_t>(batch.fields[1], i);
+    const bool was_staged = action < 100;
+    EXPECT_EQ(batch.policy_versions[i], was_staged ? 1 : 2);
+    EXPECT_EQ(FieldAt<float>(batch.fields[2], i), static_cast<float>(action));
+    const std::uint64_t seq = protocol::LocalKey(batch.keys[i]) >> 10;  // capacity 1000
+    EXPECT_EQ(seq <= 3, was_staged) << action;
+  }
+  // Bad input is refused before anything is sent.
+  TestBatch bad(4);
+  InsertBatch renamed = bad.Get();
+  renamed.fields[1].name = "actoin";
+  EXPECT_THROW(writer.AppendShared(renamed, std::make_shared<int>(0)), InvalidArgument);
+  EXPECT_THROW(writer.AppendShared(bad.Get(), nullptr), InvalidArgument);
+  EXPECT_EQ(shard->table().Info().size, 23);
+}
+
 TEST(ReplayServiceTest, MismatchedInsertIsRejectedWholeNamingTheField) {
   auto shard = StartShard(ShardOptions(0, 1));
   rpc::Client client = RawClient(shard->endpoint());
