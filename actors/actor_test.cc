@@ -85,6 +85,25 @@ std::vector<rpc::Payload> AlwaysAction(int action) {
   return models::EncodeWeights(named);
 }
 
+// What the actor stored: every transition acted on version 1 took
+// `action_v1`, on version 2 `action_v2` (greedy weights that always pick one
+// action), and both versions acted; version 0 acted before any arrived.
+void ExpectActionsOfVersions(replay::ReplayService& shard, std::int64_t action_v1,
+                             std::int64_t action_v2) {
+  const replay::SampledBatch batch = shard.table().Sample({2000});
+  int seen[3] = {0, 0, 0};
+  for (std::size_t i = 0; i < batch.keys.size(); ++i) {
+    const std::int64_t version = batch.policy_versions[i];
+    ASSERT_TRUE(version >= 0 && version <= 2) << version;
+    ++seen[version];
+    if (version == 0) continue;
+    EXPECT_EQ(replay::testing::FieldAt<std::int64_t>(batch.fields[1], i),
+              version == 1 ? action_v1 : action_v2);
+  }
+  EXPECT_GT(seen[1], 0);
+  EXPECT_GT(seen[2], 0);
+}
+
 TEST(ActorTest, DeliversNStepTransitionsWithTheRightContents) {
   auto shard = StartShard();
   Actor actor(CartPoleActor(4000), kMlp, 1, Writer(shard->endpoint()));
@@ -139,17 +158,7 @@ TEST(ActorTest, NewWeightsPublishedMidRunChangeTheActions) {
       replay::testing::WaitFor([&] { return actor.stats().env_steps > switched_at + 2000; }, 10s));
   actor.Stop();
   run.join();
-  const replay::SampledBatch batch = shard->table().Sample({2000});
-  int seen[3] = {0, 0, 0};
-  for (std::size_t i = 0; i < batch.keys.size(); ++i) {
-    const std::int64_t version = batch.policy_versions[i];
-    ASSERT_TRUE(version >= 0 && version <= 2) << version;
-    ++seen[version];
-    if (version == 0) continue;  // acted before the first version arrived
-    EXPECT_EQ(replay::testing::FieldAt<std::int64_t>(batch.fields[1], i), version == 1 ? 0 : 1);
-  }
-  EXPECT_GT(seen[1], 0);
-  EXPECT_GT(seen[2], 0);
+  ExpectActionsOfVersions(*shard, 0, 1);
 }
 
 // As a learner with two ranks publishes in publish_mode parts: rank r
@@ -197,17 +206,7 @@ TEST(ActorTest, FollowsWeightsPublishedInPartsByEveryLearnerRank) {
       replay::testing::WaitFor([&] { return actor.stats().env_steps > switched_at + 2000; }, 10s));
   actor.Stop();
   run.join();
-  const replay::SampledBatch batch = shard->table().Sample({2000});
-  int seen[3] = {0, 0, 0};
-  for (std::size_t i = 0; i < batch.keys.size(); ++i) {
-    const std::int64_t version = batch.policy_versions[i];
-    ASSERT_TRUE(version >= 0 && version <= 2) << version;
-    ++seen[version];
-    if (version == 0) continue;
-    EXPECT_EQ(replay::testing::FieldAt<std::int64_t>(batch.fields[1], i), version == 1 ? 1 : 0);
-  }
-  EXPECT_GT(seen[1], 0);
-  EXPECT_GT(seen[2], 0);
+  ExpectActionsOfVersions(*shard, 1, 0);
 }
 
 TEST(ActorTest, SurvivesReplayKilledAndRestartedAndResumesSending) {

@@ -55,6 +55,15 @@ bool SameWeights(const std::vector<rpc::Payload>& blob, const models::NamedTenso
   return true;
 }
 
+// The follower delivers `version` (> after), equal to `expected`, in time.
+void ExpectNext(WeightsFollower& follower, std::uint64_t after, std::uint64_t version,
+                const models::NamedTensors& expected) {
+  const auto blob = follower.WaitNewer(after, 10s);
+  ASSERT_TRUE(blob) << "no version after " << after;
+  EXPECT_EQ(blob->version, version);
+  EXPECT_TRUE(SameWeights(blob->payloads, expected));
+}
+
 rpc::SubscriberOptions Follow(const rpc::Publisher& publisher) {
   rpc::SubscriberOptions o;
   o.endpoint = publisher.endpoint();
@@ -84,10 +93,7 @@ TEST(WeightsFollowerTest, MergesTheSameVersionFromEveryRank) {
   WeightsFollower follower({Follow(rank2), Follow(rank0), Follow(rank1)});
   const models::NamedTensors v1 = Weights(1);
   for (int r = 0; r < 3; ++r) (r == 0 ? rank0 : r == 1 ? rank1 : rank2).Publish(1, Part(v1, r, 3));
-  const auto blob = follower.WaitNewer(0, 10s);
-  ASSERT_TRUE(blob);
-  EXPECT_EQ(blob->version, 1u);
-  EXPECT_TRUE(SameWeights(blob->payloads, v1));
+  ExpectNext(follower, 0, 1, v1);
 }
 
 TEST(WeightsFollowerTest, NeverMixesVersionsAndTakesTheNewestOneEveryRankHas) {
@@ -108,15 +114,9 @@ TEST(WeightsFollowerTest, NeverMixesVersionsAndTakesTheNewestOneEveryRankHas) {
   EXPECT_FALSE(follower.WaitNewer(1, 200ms));
   // Rank 1 catches up to 2 only: version 2 comes from rank 0's history.
   rank1.Publish(2, Part(v2, 1, 2));
-  auto blob = follower.WaitNewer(1, 10s);
-  ASSERT_TRUE(blob);
-  EXPECT_EQ(blob->version, 2u);
-  EXPECT_TRUE(SameWeights(blob->payloads, v2));
+  ExpectNext(follower, 1, 2, v2);
   rank1.Publish(3, Part(v3, 1, 2));
-  blob = follower.WaitNewer(2, 10s);
-  ASSERT_TRUE(blob);
-  EXPECT_EQ(blob->version, 3u);
-  EXPECT_TRUE(SameWeights(blob->payloads, v3));
+  ExpectNext(follower, 2, 3, v3);
 }
 
 TEST(WeightsFollowerTest, PartsThatDoNotMatchThePublishersFollowedAreIgnored) {
@@ -140,10 +140,7 @@ TEST(WeightsFollowerTest, PartsThatDoNotMatchThePublishersFollowedAreIgnored) {
   const models::NamedTensors v2 = Weights(2);
   a.Publish(2, Part(v2, 0, 2));
   b.Publish(2, Part(v2, 1, 2));
-  const auto blob = both.WaitNewer(0, 10s);
-  ASSERT_TRUE(blob);
-  EXPECT_EQ(blob->version, 2u);
-  EXPECT_TRUE(SameWeights(blob->payloads, v2));
+  ExpectNext(both, 0, 2, v2);
 }
 
 TEST(WeightsFollowerTest, GarbageBlobsAreSkipped) {
@@ -154,9 +151,7 @@ TEST(WeightsFollowerTest, GarbageBlobsAreSkipped) {
   EXPECT_FALSE(follower.WaitNewer(0, 100ms));
   const models::NamedTensors v2 = Weights(2);
   publisher.Publish(2, models::EncodeWeights(v2));
-  const auto blob = follower.WaitNewer(0, 10s);
-  ASSERT_TRUE(blob);
-  EXPECT_TRUE(SameWeights(blob->payloads, v2));
+  ExpectNext(follower, 0, 2, v2);
 }
 
 TEST(WeightsFollowerTest, NeedsAPublisher) { EXPECT_THROW(WeightsFollower({}), InvalidArgument); }
