@@ -39,8 +39,11 @@ class QNetwork {
   const ModelSpec& spec() const { return spec_; }
 
  private:
+  void MakeViews();
+
   ModelSpec spec_;
   std::vector<at::Tensor> flats_;
+  std::vector<std::vector<at::Tensor>> views_;  // per layer, of flats_ (see MakeViews)
 };
 
 }  // namespace rlswarm::models

@@ -60,38 +60,44 @@ std::int64_t ValidateBatch(const Signature& signature, std::span<const FieldView
   const std::size_t num_fields = signature.fields.size();
   ordered.assign(num_fields, nullptr);
   std::int64_t count = -1;
-  std::string count_field;
+  std::string_view count_field;  // names are built only for messages: this runs per batch
   for (const FieldView& view : batch) {
-    const std::string name(view.name);
+    const std::string_view name = view.name;
     const int index = signature.IndexOf(view.name);
-    if (index < 0) throw InvalidArgument("field '" + name + "' is not in the table signature");
-    if (ordered[index] != nullptr) throw InvalidArgument("field '" + name + "' given twice");
+    if (index < 0)
+      throw InvalidArgument("field '" + std::string(name) + "' is not in the table signature");
+    if (ordered[index] != nullptr)
+      throw InvalidArgument("field '" + std::string(name) + "' given twice");
     const FieldSpec& spec = signature.fields[index];
     if (view.dtype != spec.dtype) {
-      throw InvalidArgument("field '" + name + "' has dtype " + std::string(DTypeName(view.dtype)) +
-                            ", expected " + std::string(DTypeName(spec.dtype)));
+      throw InvalidArgument("field '" + std::string(name) + "' has dtype " +
+                            std::string(DTypeName(view.dtype)) + ", expected " +
+                            std::string(DTypeName(spec.dtype)));
     }
     const auto item_shape = view.shape.empty() ? view.shape : view.shape.subspan(1);
     if (view.shape.empty() ||
         !std::equal(item_shape.begin(), item_shape.end(), spec.shape.begin(), spec.shape.end())) {
-      throw InvalidArgument("field '" + name + "' has shape " + ShapeToString(view.shape) +
-                            ", expected [N] + " + ShapeToString(spec.shape));
+      throw InvalidArgument("field '" + std::string(name) + "' has shape " +
+                            ShapeToString(view.shape) + ", expected [N] + " +
+                            ShapeToString(spec.shape));
     }
     const std::int64_t n = view.shape[0];
     if (n < 1)
-      throw InvalidArgument("field '" + name + "' holds no items (N = " + std::to_string(n) + ")");
+      throw InvalidArgument("field '" + std::string(name) +
+                            "' holds no items (N = " + std::to_string(n) + ")");
     if (count >= 0 && n != count) {
-      throw InvalidArgument("field '" + name + "' holds " + std::to_string(n) + " items but '" +
-                            count_field + "' holds " + std::to_string(count));
+      throw InvalidArgument("field '" + std::string(name) + "' holds " + std::to_string(n) +
+                            " items but '" + std::string(count_field) + "' holds " +
+                            std::to_string(count));
     }
     count = n;
     count_field = name;
     const std::size_t expected = static_cast<std::size_t>(n) * spec.ItemBytes();
     if (view.data.size() != expected) {
-      throw InvalidArgument("field '" + name + "' has " + std::to_string(view.data.size()) +
-                            " bytes, shape " + ShapeToString(view.shape) + " of " +
-                            std::string(DTypeName(spec.dtype)) + " needs " +
-                            std::to_string(expected));
+      throw InvalidArgument(
+          "field '" + std::string(name) + "' has " + std::to_string(view.data.size()) +
+          " bytes, shape " + ShapeToString(view.shape) + " of " +
+          std::string(DTypeName(spec.dtype)) + " needs " + std::to_string(expected));
     }
     // Items have at least one byte (dimensions >= 1), so data() is not null
     // and null still means "missing" below.
