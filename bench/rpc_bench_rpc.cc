@@ -37,16 +37,25 @@ Measurement RpcRequestReply(const ServerProcess& server, std::size_t bytes, int 
   rpc::Client client(o);
   const auto payload = rpc::Payload::FromVector(DType::kUInt8, {static_cast<std::int64_t>(bytes)},
                                                 std::vector<std::uint8_t>(bytes, 0x5a));
+  const auto check = [bytes](const rpc::Reply& reply) {
+    if (reply.payloads.size() != 1 || reply.payloads[0].bytes().size() != bytes) {
+      throw rlswarm::Internal("rpc echo: wrong reply");
+    }
+  };
+  if (in_flight == 1) {
+    // One call at a time: the caller waits anyway, so it uses Invoke (the
+    // calling thread drives the socket while the client is idle).
+    return RunClosedLoop(
+        1, seconds, [&] { return server.CpuSeconds(); }, [] {},
+        [&] { check(client.Invoke("echo", {payload})); });
+  }
   std::deque<std::future<rpc::Reply>> pending;
   return RunClosedLoop(
       in_flight, seconds, [&] { return server.CpuSeconds(); },
       [&] { pending.push_back(client.Call("echo", {payload})); },
       [&] {
-        const rpc::Reply reply = pending.front().get();
+        check(pending.front().get());
         pending.pop_front();
-        if (reply.payloads.size() != 1 || reply.payloads[0].bytes().size() != bytes) {
-          throw rlswarm::Internal("rpc echo: wrong reply");
-        }
       });
 }
 

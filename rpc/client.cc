@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <zmq.hpp>
 
@@ -55,6 +57,13 @@ class Client::Impl {
 
   void CallAsync(const std::string& method, std::vector<Payload> payloads, CallOptions options,
                  internal::CallDone done);
+  // Leads its own call when the client is idle (see Client::Invoke); false
+  // if it could not start (then nothing was sent and `call` is untouched).
+  bool TryInvokeDirect(std::unique_ptr<CallRecord>& call, const std::atomic<bool>& finished);
+  // Hands `call` to the I/O thread (fails it Cancelled once closed).
+  void Post(std::unique_ptr<CallRecord> call);
+  std::unique_ptr<CallRecord> MakeCall(const std::string& method, std::vector<Payload> payloads,
+                                       CallOptions options, internal::CallDone done);
   void Close();
   ClientStats stats() const;
 
@@ -81,10 +90,19 @@ class Client::Impl {
   std::mutex close_mutex_;  // serialises Close
   std::thread io_thread_;
 
-  // Owned by io_thread_ (the first connection is made before it starts).
+  // Guards everything below and every use of the sockets. The I/O thread
+  // holds it except while it sleeps with no call pending (it then polls
+  // only the wake and monitor descriptors, touching no socket), which is
+  // when an Invoke may take the socket over for its own call.
+  std::mutex io_mu_;
   std::unique_ptr<internal::ClientConnection> connection_;
   // Whether connection_'s monitor was read until empty since it was made.
   bool monitor_drained_ = false;
+  // A call expired after it was sent on connection_, so its reply may still
+  // come: the idle I/O thread then watches the DEALER too (to count and
+  // drop it); otherwise it does not, so that an Invoke's reply wakes only
+  // the Invoke.
+  bool late_reply_possible_ = false;
   internal::PendingCalls pending_;
   Clock::time_point reconnect_at_;
   std::chrono::milliseconds backoff_;
@@ -94,6 +112,7 @@ class Client::Impl {
   std::atomic<std::uint64_t> reconnects_{0};
   std::atomic<std::uint64_t> deadline_exceeded_{0};
   std::atomic<std::uint64_t> late_replies_{0};
+  std::atomic<std::uint64_t> direct_calls_{0};
 };
 
 Client::Impl::Impl(ClientOptions options)
@@ -110,6 +129,19 @@ Client::Impl::Impl(ClientOptions options)
 
 void Client::Impl::CallAsync(const std::string& method, std::vector<Payload> payloads,
                              CallOptions options, internal::CallDone done) {
+  Post(MakeCall(method, std::move(payloads), options, std::move(done)));
+}
+
+void Client::Impl::Post(std::unique_ptr<CallRecord> call) {
+  if (!mailbox_.Post(std::move(call))) {
+    // Closed: `call` is untouched, and no I/O thread will ever run it.
+    Fail(std::move(call), StatusCode::kCancelled, options_.name + " is closed");
+  }
+}
+
+std::unique_ptr<CallRecord> Client::Impl::MakeCall(const std::string& method,
+                                                   std::vector<Payload> payloads,
+                                                   CallOptions options, internal::CallDone done) {
   calls_.fetch_add(1, std::memory_order_relaxed);
   auto call = std::make_unique<CallRecord>();
   call->id = next_id_.fetch_add(1, std::memory_order_relaxed);
@@ -119,10 +151,37 @@ void Client::Impl::CallAsync(const std::string& method, std::vector<Payload> pay
   call->deadline = Clock::now() + call->timeout;
   call->idempotent = options.idempotent;
   call->done = std::move(done);
-  if (!mailbox_.Post(std::move(call))) {
-    // Closed: `call` is untouched, and no I/O thread will ever run it.
-    Fail(std::move(call), StatusCode::kCancelled, options_.name + " is closed");
+  return call;
+}
+
+bool Client::Impl::TryInvokeDirect(std::unique_ptr<CallRecord>& call,
+                                   const std::atomic<bool>& finished) {
+  std::unique_lock lock(io_mu_, std::try_to_lock);
+  // Only an idle client: the I/O thread sleeps without touching the socket,
+  // nothing else is pending, and the connection is up.
+  if (!lock.owns_lock() || stop_.load() || !connection_ || !monitor_drained_ ||
+      !connection_->handshake_succeeded() || !pending_.empty() || mailbox_.HasItems()) {
+    return false;
   }
+  pending_.Add(std::move(call));
+  SendUnsent();
+  direct_calls_.fetch_add(1, std::memory_order_relaxed);
+  // Wait for the reply on the socket. Anything that needs the I/O thread
+  // (a posted call, a connection event) makes this thread step back; the
+  // call stays pending and the I/O thread completes it as for Call.
+  std::vector<zmq_pollitem_t> items = {{connection_->dealer().handle(), 0, ZMQ_POLLIN, 0},
+                                       {nullptr, mailbox_.wake_fd(), ZMQ_POLLIN, 0},
+                                       {nullptr, connection_->monitor_fd(), ZMQ_POLLIN, 0}};
+  while (!finished.load(std::memory_order_acquire)) {
+    ExpireDeadlines();
+    if (finished.load(std::memory_order_acquire) || pending_.NextUnsent() != nullptr) break;
+    internal::Poll(items, PollTimeout(Clock::now()));
+    if ((items[0].revents & ZMQ_POLLIN) != 0) ReceiveReplies();
+    if ((items[1].revents | items[2].revents) != 0 || mailbox_.HasItems()) break;
+  }
+  lock.unlock();
+  if (!finished.load(std::memory_order_acquire)) mailbox_.Wake();
+  return true;
 }
 
 void Client::Impl::Close() {
@@ -145,12 +204,14 @@ ClientStats Client::Impl::stats() const {
   s.reconnects = reconnects_.load(std::memory_order_relaxed);
   s.deadline_exceeded = deadline_exceeded_.load(std::memory_order_relaxed);
   s.late_replies = late_replies_.load(std::memory_order_relaxed);
+  s.direct_calls = direct_calls_.load(std::memory_order_relaxed);
   return s;
 }
 
 void Client::Impl::IoLoop() {
   std::vector<zmq_pollitem_t> items;
   std::vector<std::unique_ptr<CallRecord>> new_calls;  // reused: no allocation per round
+  std::unique_lock lock(io_mu_);
   while (!stop_.load()) {
     try {
       // A new connection's monitor is read until empty before its
@@ -158,13 +219,40 @@ void Client::Impl::IoLoop() {
       if (connection_ && !monitor_drained_) HandleConnectionEvents();
       items.clear();
       items.push_back({nullptr, mailbox_.wake_fd(), ZMQ_POLLIN, 0});
-      if (connection_) {
+      // Idle (nothing pending, connection settled): sleep on plain
+      // descriptors only and without the lock, so an Invoke may use the
+      // socket meanwhile. The DEALER's ZMQ_FD only signals new commands,
+      // so it is trusted only after ZMQ_EVENTS showed nothing to read
+      // (then the next message sends one); an Invoke never leaves it
+      // otherwise (it reads until EAGAIN, or hands pending calls back).
+      const bool idle = connection_ && monitor_drained_ && pending_.empty();
+      if (idle && (connection_->dealer().get(zmq::sockopt::events) & ZMQ_POLLIN) != 0) {
+        ReceiveReplies();  // late replies: counted and dropped
+        continue;
+      }
+      if (idle) {
+        items.push_back({nullptr, connection_->monitor_fd(), ZMQ_POLLIN, 0});
+        if (late_reply_possible_) {
+          items.push_back({nullptr, connection_->dealer().get(zmq::sockopt::fd), ZMQ_POLLIN, 0});
+        }
+        const std::chrono::milliseconds timeout = PollTimeout(Clock::now());
+        lock.unlock();
+        internal::Poll(items, timeout);
+        lock.lock();
+        items.resize(1);
+        if (connection_) {
+          HandleConnectionEvents();
+          if (connection_) ReceiveReplies();
+        }
+      } else if (connection_) {
         const short dealer_events =
             pending_.NextUnsent() != nullptr ? (ZMQ_POLLIN | ZMQ_POLLOUT) : ZMQ_POLLIN;
         items.push_back({connection_->dealer().handle(), 0, dealer_events, 0});
         items.push_back({nullptr, connection_->monitor_fd(), ZMQ_POLLIN, 0});
+        internal::Poll(items, PollTimeout(Clock::now()));
+      } else {
+        internal::Poll(items, PollTimeout(Clock::now()));
       }
-      internal::Poll(items, PollTimeout(Clock::now()));
       if ((items[0].revents & ZMQ_POLLIN) != 0) mailbox_.ConsumeWake();
       mailbox_.Take(new_calls);
       for (std::unique_ptr<CallRecord>& call : new_calls) pending_.Add(std::move(call));
@@ -197,6 +285,7 @@ void Client::Impl::OpenConnection() {
   try {
     connection_ = std::make_unique<internal::ClientConnection>(options_);
     monitor_drained_ = false;
+    late_reply_possible_ = false;
     reconnects_.fetch_add(1, std::memory_order_relaxed);
   } catch (const std::exception& e) {
     spdlog::error("{}: cannot reconnect to {}: {}", options_.name, options_.endpoint, e.what());
@@ -369,6 +458,7 @@ void Client::Impl::SendUnsent() {
 void Client::Impl::ExpireDeadlines() {
   for (std::unique_ptr<CallRecord>& call : pending_.TakeExpired(Clock::now())) {
     deadline_exceeded_.fetch_add(1, std::memory_order_relaxed);
+    if (call->in_flight) late_reply_possible_ = true;
     const std::string message = options_.name + ": call to '" + call->method + "' on " +
                                 options_.endpoint + " exceeded its deadline of " +
                                 std::to_string(call->timeout.count()) + " ms";
@@ -419,6 +509,40 @@ std::future<Reply> Client::Call(const std::string& method, std::vector<Payload> 
                      }
                    });
   return future;
+}
+
+Reply Client::Invoke(const std::string& method, std::vector<Payload> payloads,
+                     CallOptions options) {
+  // The completion may run on this thread (direct) or on the I/O thread.
+  struct Outcome {
+    std::mutex mu;
+    std::condition_variable done_cv;
+    std::atomic<bool> finished{false};
+    std::optional<Reply> reply;
+    std::exception_ptr error;
+  };
+  auto outcome = std::make_shared<Outcome>();
+  std::unique_ptr<internal::CallRecord> call = impl_->MakeCall(
+      method, std::move(payloads), options, [outcome](Reply* reply, std::exception_ptr error) {
+        {
+          std::lock_guard lock(outcome->mu);
+          if (error) {
+            outcome->error = std::move(error);
+          } else {
+            outcome->reply = std::move(*reply);
+          }
+          outcome->finished.store(true, std::memory_order_release);
+        }
+        outcome->done_cv.notify_all();
+      });
+  if (!impl_->TryInvokeDirect(call, outcome->finished)) {
+    // The ordinary path; `call` still holds the record.
+    impl_->Post(std::move(call));
+  }
+  std::unique_lock lock(outcome->mu);
+  outcome->done_cv.wait(lock, [&] { return outcome->finished.load(std::memory_order_acquire); });
+  if (outcome->error) std::rethrow_exception(outcome->error);
+  return std::move(*outcome->reply);
 }
 
 void Client::CallAsync(const std::string& method, std::vector<Payload> payloads,

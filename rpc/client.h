@@ -74,6 +74,7 @@ struct ClientStats {
   std::uint64_t reconnects = 0;
   std::uint64_t deadline_exceeded = 0;
   std::uint64_t late_replies = 0;  // replies to calls that already finished
+  std::uint64_t direct_calls = 0;  // Invokes sent by the calling thread itself
 };
 
 class Client {
@@ -90,8 +91,18 @@ class Client {
   std::future<Reply> Call(const std::string& method, std::vector<Payload> payloads,
                           CallOptions options = {});
 
-  // As Call, but runs `done` on the client's I/O thread with the reply or
-  // an exception_ptr (exactly one is set). `done` must not block.
+  // As Call(...).get(), for a caller that waits anyway. When no other call
+  // of this client is in flight, the calling thread sends the request and
+  // waits for the reply on the socket itself while the I/O thread sleeps,
+  // which saves the two thread hand-overs of a Call (tens of microseconds on
+  // a VM). Otherwise, or when anything else needs the I/O thread (another
+  // call is posted, the connection changes), it falls back to Call's path.
+  // Same errors, deadline, retry and heartbeat behaviour as Call.
+  Reply Invoke(const std::string& method, std::vector<Payload> payloads, CallOptions options = {});
+
+  // As Call, but runs `done` with the reply or an exception_ptr (exactly one
+  // is set) on the client's I/O thread, or on a thread inside Invoke on this
+  // client. `done` must not block.
   void CallAsync(const std::string& method, std::vector<Payload> payloads, CallOptions options,
                  std::function<void(Reply*, std::exception_ptr)> done);
 

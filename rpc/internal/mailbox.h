@@ -77,6 +77,12 @@ class Mailbox {
     wake_.Signal();
   }
 
+  // Whether items wait to be taken (any thread).
+  bool HasItems() {
+    std::lock_guard lock(mutex_);
+    return !items_.empty();
+  }
+
   // I/O thread: poll this for ZMQ_POLLIN ({nullptr, wake_fd(), ZMQ_POLLIN}).
   int wake_fd() const { return wake_.fd(); }
 
