@@ -55,6 +55,16 @@ std::string ErrorOf(std::future<Reply>& future, std::chrono::milliseconds wait =
   return "<no error>";
 }
 
+// A started server with "echo" (on `workers` worker threads, 2 by default).
+std::unique_ptr<Server> StartEchoServer(int workers = 2) {
+  ServerOptions options = LocalServerOptions();
+  options.num_workers = workers;
+  auto server = std::make_unique<Server>(options);
+  server->Register("echo", Echo);
+  server->Start();
+  return server;
+}
+
 // A server that holds "hold" requests until the test answers them.
 class HoldingServer {
  public:
@@ -87,11 +97,8 @@ class HoldingServer {
 };
 
 TEST(ClientTest, ManyClientsWithManyCallsInFlightGetTheirOwnReplies) {
-  ServerOptions options = LocalServerOptions();
-  options.num_workers = 2;
-  Server server(options);
-  server.Register("echo", Echo);
-  server.Start();
+  const auto server_owner = StartEchoServer();
+  Server& server = *server_owner;
 
   constexpr int kClients = 8;
   constexpr int kCalls = 200;
@@ -122,10 +129,8 @@ TEST(ClientTest, ManyClientsWithManyCallsInFlightGetTheirOwnReplies) {
 }
 
 TEST(ClientTest, InvokeDrivesAnIdleClientsSocketFromTheCallingThread) {
-  Server server(LocalServerOptions());
-  server.Register("echo", Echo);
-  server.Start();
-  Client client(ClientFor(server.endpoint()));
+  const auto server = StartEchoServer();
+  Client client(ClientFor(server->endpoint()));
   client.Call("echo", {}).get();  // connected
   for (std::int64_t i = 0; i < 200; ++i) {
     const Reply reply = client.Invoke(
@@ -139,11 +144,8 @@ TEST(ClientTest, InvokeDrivesAnIdleClientsSocketFromTheCallingThread) {
 }
 
 TEST(ClientTest, InvokeMixedWithCallsFromOtherThreadsGetsEveryReplyRight) {
-  ServerOptions options = LocalServerOptions();
-  options.num_workers = 2;
-  Server server(options);
-  server.Register("echo", Echo);
-  server.Start();
+  const auto server_owner = StartEchoServer();
+  Server& server = *server_owner;
   Client client(ClientFor(server.endpoint()));
   std::atomic<int> correct{0};
   std::vector<std::thread> threads;
