@@ -132,6 +132,26 @@ void ReplaySampler::MarkDownLocked(std::size_t s) {
   ++stats_.shard_failures;
 }
 
+namespace {
+
+// A call to the only shard asked: the calling thread waits for it anyway, so
+// it uses Invoke, which drives the socket itself while the client is idle
+// (two thread hand-overs fewer than Call; see rpc::Client::Invoke). The
+// result comes as a ready future, so the collecting code stays the same.
+std::future<rpc::Reply> InvokeNow(rpc::Client& client, const char* method,
+                                  std::vector<rpc::Payload> payloads,
+                                  const rpc::CallOptions& options) {
+  std::promise<rpc::Reply> promise;
+  try {
+    promise.set_value(client.Invoke(method, std::move(payloads), options));
+  } catch (...) {
+    promise.set_exception(std::current_exception());
+  }
+  return promise.get_future();
+}
+
+}  // namespace
+
 void ReplaySampler::MarkUpLocked(std::size_t s, const TableTotals& totals) {
   ShardState& st = state_[s];
   st.totals = totals;
@@ -227,12 +247,16 @@ SampledBatch ReplaySampler::Sample(std::int64_t batch_size,
       }
     }
     std::vector<std::pair<std::size_t, std::future<rpc::Reply>>> calls;
+    const bool one_shard =
+        std::count_if(counts.begin(), counts.end(), [](std::int64_t c) { return c > 0; }) == 1;
     for (std::size_t s = 0; s < shards_.size(); ++s) {
       if (counts[s] == 0) continue;
       rpc::CallOptions call{Remaining(deadline), /*idempotent=*/false};
+      std::vector<rpc::Payload> request =
+          protocol::EncodeSampleRequest({counts[s], policy_version});
       calls.emplace_back(
-          s, shards_[s]->Call(protocol::kSample,
-                              protocol::EncodeSampleRequest({counts[s], policy_version}), call));
+          s, one_shard ? InvokeNow(*shards_[s], protocol::kSample, std::move(request), call)
+                       : shards_[s]->Call(protocol::kSample, std::move(request), call));
     }
     // Collect the parts as they arrive; once one arrived, the others get
     // straggler_timeout.
@@ -335,13 +359,16 @@ PriorityUpdateResult ReplaySampler::UpdatePriorities(std::span<const std::uint64
   }
   const auto deadline = Clock::now() + options_.timeout;
   std::vector<std::pair<std::size_t, std::future<rpc::Reply>>> calls;
+  const bool one_shard = std::count_if(shard_keys.begin(), shard_keys.end(),
+                                       [](const auto& k) { return !k.empty(); }) == 1;
   for (std::size_t s = 0; s < shards_.size(); ++s) {
     if (shard_keys[s].empty()) continue;
     rpc::CallOptions call{Remaining(deadline), /*idempotent=*/true};
+    std::vector<rpc::Payload> request =
+        protocol::EncodePriorityUpdate(shard_keys[s], shard_priorities[s]);
     calls.emplace_back(
-        s,
-        shards_[s]->Call(protocol::kUpdatePriorities,
-                         protocol::EncodePriorityUpdate(shard_keys[s], shard_priorities[s]), call));
+        s, one_shard ? InvokeNow(*shards_[s], protocol::kUpdatePriorities, std::move(request), call)
+                     : shards_[s]->Call(protocol::kUpdatePriorities, std::move(request), call));
   }
   std::exception_ptr failure;
   for (auto& [s, future] : calls) {
@@ -387,7 +414,7 @@ std::vector<TableTotals> ReplaySampler::Totals() {
 rpc::Reply ReplaySampler::CallShard(int s, const char* method, std::vector<rpc::Payload> payloads,
                                     bool idempotent) {
   rpc::CallOptions call{options_.timeout, idempotent};
-  return shard(s).Call(method, std::move(payloads), call).get();
+  return shard(s).Invoke(method, std::move(payloads), call);
 }
 
 std::string ReplaySampler::Info(int s) {
