@@ -34,6 +34,13 @@ struct WireHeader {
 // header cut short (or padded) at a field boundary would decode silently.
 constexpr std::uint32_t kHeaderFields = 9;
 constexpr std::uint32_t kDescriptorFields = 2;
+// First allocation of the encode buffer and of the decode zone. msgpack's
+// defaults (8 KiB each) are too big for glibc's per-thread cache, so every
+// call used to take a trip through the main heap, where a request that size
+// first merges all freed small chunks (malloc_consolidate): 8% of all CPU
+// samples of a 64 B call with 16 in flight. A header of a few payloads
+// fits; bigger ones grow the buffer or zone as needed.
+constexpr std::size_t kSmallBufferBytes = 512;
 
 [[noreturn]] void Malformed(const std::string& what) {
   throw InvalidArgument("malformed rpc header: " + what);
@@ -54,7 +61,7 @@ std::string EncodeHeader(const Header& header) {
   for (const auto& p : header.payloads) {
     w.payloads.push_back({static_cast<std::uint8_t>(p.dtype), p.shape});
   }
-  msgpack::sbuffer buffer;
+  msgpack::sbuffer buffer(kSmallBufferBytes);
   msgpack::pack(buffer, w);
   return std::string(buffer.data(), buffer.size());
 }
@@ -75,11 +82,11 @@ Header DecodeHeader(std::span<const std::byte> frame, const WireLimits& limits) 
         /*str=*/std::max(limits.max_method_bytes, limits.max_error_bytes),
         /*bin=*/0, /*ext=*/0, /*depth=*/4);
     std::size_t offset = 0;
-    msgpack::object_handle handle =
-        msgpack::unpack(reinterpret_cast<const char*>(frame.data()), frame.size(), offset, nullptr,
-                        nullptr, unpack_limits);
+    msgpack::zone zone(kSmallBufferBytes);  // grows for big headers
+    const msgpack::object root =
+        msgpack::unpack(zone, reinterpret_cast<const char*>(frame.data()), frame.size(), offset,
+                        nullptr, nullptr, unpack_limits);
     if (offset != frame.size()) Malformed("trailing bytes after the header");
-    const msgpack::object& root = handle.get();
     if (root.type != msgpack::type::ARRAY || root.via.array.size != kHeaderFields) {
       Malformed("expected an array of " + std::to_string(kHeaderFields) + " fields");
     }
