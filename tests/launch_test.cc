@@ -322,7 +322,7 @@ TEST_F(LaunchTest, ProcessesModeWithWeightsPublishedInPartsByTwoRanks) {
   EXPECT_EQ(*code, 0) << launch->Log();
   const Json summary = ReadJson(run / "summary.json");
   EXPECT_GE(summary["evaluations"].get<std::int64_t>(), 1);
-  EXPECT_EQ(summary["restarts"], 0);
+  EXPECT_EQ(summary["restarts"], 0) << launch->Log();
 }
 
 TEST_F(LaunchTest, ResumeOfADirectoryWithoutARunFailsAndSaysWhy) {

@@ -134,13 +134,15 @@ void ReplaySampler::MarkDownLocked(std::size_t s) {
 
 namespace {
 
-// A call to the only shard asked: the calling thread waits for it anyway, so
-// it uses Invoke, which drives the socket itself while the client is idle
-// (two thread hand-overs fewer than Call; see rpc::Client::Invoke). The
-// result comes as a ready future, so the collecting code stays the same.
-std::future<rpc::Reply> InvokeNow(rpc::Client& client, const char* method,
-                                  std::vector<rpc::Payload> payloads,
-                                  const rpc::CallOptions& options) {
+// Starts a call to one shard. When it is the only shard asked (`alone`),
+// the calling thread waits for it anyway, so it uses Invoke, which drives the
+// socket itself while the client is idle (two thread hand-overs fewer than
+// Call; see rpc::Client::Invoke) and returns the result as a ready future, so
+// the collecting code is the same either way.
+std::future<rpc::Reply> StartShardCall(rpc::Client& client, const char* method,
+                                       std::vector<rpc::Payload> payloads,
+                                       const rpc::CallOptions& options, bool alone) {
+  if (!alone) return client.Call(method, std::move(payloads), options);
   std::promise<rpc::Reply> promise;
   try {
     promise.set_value(client.Invoke(method, std::move(payloads), options));
@@ -252,11 +254,10 @@ SampledBatch ReplaySampler::Sample(std::int64_t batch_size,
     for (std::size_t s = 0; s < shards_.size(); ++s) {
       if (counts[s] == 0) continue;
       rpc::CallOptions call{Remaining(deadline), /*idempotent=*/false};
-      std::vector<rpc::Payload> request =
-          protocol::EncodeSampleRequest({counts[s], policy_version});
       calls.emplace_back(
-          s, one_shard ? InvokeNow(*shards_[s], protocol::kSample, std::move(request), call)
-                       : shards_[s]->Call(protocol::kSample, std::move(request), call));
+          s, StartShardCall(*shards_[s], protocol::kSample,
+                            protocol::EncodeSampleRequest({counts[s], policy_version}), call,
+                            one_shard));
     }
     // Collect the parts as they arrive; once one arrived, the others get
     // straggler_timeout.
@@ -364,11 +365,10 @@ PriorityUpdateResult ReplaySampler::UpdatePriorities(std::span<const std::uint64
   for (std::size_t s = 0; s < shards_.size(); ++s) {
     if (shard_keys[s].empty()) continue;
     rpc::CallOptions call{Remaining(deadline), /*idempotent=*/true};
-    std::vector<rpc::Payload> request =
-        protocol::EncodePriorityUpdate(shard_keys[s], shard_priorities[s]);
     calls.emplace_back(
-        s, one_shard ? InvokeNow(*shards_[s], protocol::kUpdatePriorities, std::move(request), call)
-                     : shards_[s]->Call(protocol::kUpdatePriorities, std::move(request), call));
+        s, StartShardCall(*shards_[s], protocol::kUpdatePriorities,
+                          protocol::EncodePriorityUpdate(shard_keys[s], shard_priorities[s]), call,
+                          one_shard));
   }
   std::exception_ptr failure;
   for (auto& [s, future] : calls) {
