@@ -1,7 +1,7 @@
 // rpc_bench: the rpc layer against raw ZeroMQ, measured in the same run.
 //
-//   rpc_bench [--json] [--seconds S] [--cases REGEX] [--skip-broadcast]
-//             [--echo-on-workers] [--log-level L]
+//   rpc_bench [--json] [--seconds S] [--rounds N] [--cases REGEX]
+//             [--skip-broadcast] [--echo-on-workers] [--log-level L]
 //
 // Request/reply ("reqrep_<size>_k<in flight>", and "curve_reqrep_..." with
 // CURVE on): 64 B, 64 KiB and 1 MiB payloads echoed back, 1 or 16 calls in
@@ -11,17 +11,24 @@
 //        options directly, no ZAP handler.
 //   rpc: rpc::Client calls "echo" on an rpc::Server whose handler replies
 //        with the request's payloads. CURVE: rpc::SecurityOptions with keys
-//        generated for this run (ZAP-authenticated).
+//        generated for this run (ZAP-authenticated). k1 uses Client::Invoke;
+//        k16 a pipeline of CallAsync completions, each starting the next
+//        call on the client's I/O thread (as the replay writer streams);
+//        "..._k16_futures" keeps 16 Call futures and awaits the oldest from
+//        the measuring thread. The JSON's "rpc_api" names the one used.
 // Broadcast ("broadcast_50MB_4subs"): one 50 MB blob published to 4
 // subscribers, timed until all 4 hold it; raw PUB/SUB vs rpc::Publisher and
 // rpc::Subscriber.
 //
 // The servers (and the subscribers) run in a child process forked before
-// this process creates any thread; the measuring client runs here. A control
+// this process creates any thread; the measuring client runs here. Each
+// request/reply case connects both sides once, then measures them in
+// --rounds alternating rounds (raw, rpc, raw, rpc, ...) of --seconds/N each
+// and merges each side's rounds: a noisy machine then weighs on both alike. A control
 // pipe carries the child's endpoints back, and broadcast commands to it.
 //
 // JSON: {"results": [{"case", "payload_bytes", "in_flight", "curve",
-//   "raw_per_sec", "rpc_per_sec", "raw_p50_us", "rpc_p50_us", "raw_cpu_us",
+//   "rpc_api", "raw_per_sec", "rpc_per_sec", "raw_p50_us", "rpc_p50_us", "raw_cpu_us",
 //   "rpc_cpu_us"}, ...],
 //   "baseline": {"first_touch_GB_per_sec"}, ...}; a side that failed has null
 // figures and its error on stderr.
@@ -38,6 +45,7 @@
 #include <filesystem>
 #include <iostream>
 #include <regex>
+#include <tuple>
 
 #include "common/logging.h"
 
@@ -56,6 +64,47 @@ std::optional<Measurement> Try(const std::string& what, F&& f) {
   }
 }
 
+// Runs `make`; on failure reports the error and returns nullptr.
+template <class F>
+std::unique_ptr<RequestReplySide> TrySide(const std::string& what, F&& make) {
+  try {
+    return make();
+  } catch (const std::exception& e) {
+    std::cerr << "rpc_bench: " << what << " failed: " << e.what() << "\n";
+    return nullptr;
+  }
+}
+
+// `rounds` rounds of raw then rpc, seconds / rounds each, merged per side:
+// both sides sample the same stretch of a noisy machine. A side that fails
+// once keeps no figures.
+void MeasureAlternately(Result& r, RequestReplySide* raw, RequestReplySide* rpc, double seconds,
+                        int rounds) {
+  std::optional<Sample> samples[2];
+  RequestReplySide* sides[2] = {raw, rpc};
+  for (int i = 0; i < 2; ++i) {
+    if (sides[i] != nullptr) samples[i].emplace();
+  }
+  for (int round = 0; round < rounds; ++round) {
+    for (int i = 0; i < 2; ++i) {
+      if (!samples[i]) continue;
+      try {
+        samples[i]->Merge(sides[i]->Run(seconds / rounds));
+      } catch (const std::exception& e) {
+        std::cerr << "rpc_bench: " << r.name << (i == 0 ? " raw" : " rpc")
+                  << " failed: " << e.what() << "\n";
+        samples[i].reset();
+      }
+    }
+  }
+  const auto summary = [&](int i) -> std::optional<Measurement> {
+    if (!samples[i]) return std::nullopt;
+    return Try(r.name, [&] { return samples[i]->Summary(); });
+  };
+  r.raw = summary(0);
+  r.rpc = summary(1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,6 +117,10 @@ int main(int argc, char** argv) {
   bool echo_on_workers = false;
   app.add_flag("--json", json, "Print JSON");
   app.add_option("--seconds", seconds, "Seconds per case and side")->check(CLI::PositiveNumber);
+  int rounds = 3;
+  app.add_option("--rounds", rounds,
+                 "Request/reply: alternate raw and rpc this many times per case (--seconds split)")
+      ->check(CLI::Range(1, 1000));
   app.add_option("--cases", cases, "Run only cases whose name matches this regex");
   app.add_flag("--skip-broadcast", skip_broadcast, "Skip the 50 MB broadcast case");
   app.add_option("--log-level", log_level, "rpc library log level (to stderr)");
@@ -87,21 +140,29 @@ int main(int argc, char** argv) {
     zmq::context_t ctx(1);
     for (bool curve : {false, true}) {
       for (std::size_t bytes : {std::size_t{64}, std::size_t{64} << 10, std::size_t{1} << 20}) {
-        for (int in_flight : {1, 16}) {
+        // k16 twice: as a pipeline of CallAsync completions (how rlswarm's
+        // replay writer streams), and as futures awaited by one thread.
+        for (auto [in_flight, api, suffix] :
+             {std::tuple{1, RpcApi::kInvoke, ""}, std::tuple{16, RpcApi::kCallAsync, ""},
+              std::tuple{16, RpcApi::kCall, "_futures"}}) {
           Result r;
-          r.name =
-              fmt::format("{}reqrep_{}_k{}", curve ? "curve_" : "", SizeName(bytes), in_flight);
+          r.name = fmt::format("{}reqrep_{}_k{}{}", curve ? "curve_" : "", SizeName(bytes),
+                               in_flight, suffix);
           if (!std::regex_search(r.name, filter)) continue;
           r.payload_bytes = bytes;
           r.in_flight = in_flight;
           r.curve = curve;
+          r.api = api;
           const CurveKeys* k = curve ? &keys : nullptr;
-          r.raw = Try(r.name + " raw",
-                      [&] { return RawRequestReply(ctx, child, bytes, in_flight, seconds, k); });
+          const int n = in_flight;
+          std::unique_ptr<RequestReplySide> raw =
+              TrySide(r.name + " raw", [&] { return RawRequestReply(ctx, child, bytes, n, k); });
+          std::unique_ptr<RequestReplySide> rpc;
           if (child.rpc(curve)) {
-            r.rpc = Try(r.name + " rpc",
-                        [&] { return RpcRequestReply(child, bytes, in_flight, seconds, k); });
+            rpc =
+                TrySide(r.name + " rpc", [&] { return RpcRequestReply(child, bytes, n, api, k); });
           }
+          MeasureAlternately(r, raw.get(), rpc.get(), seconds, rounds);
           results.push_back(std::move(r));
         }
       }
@@ -121,7 +182,7 @@ int main(int argc, char** argv) {
   }
   std::filesystem::remove_all(keys.dir);
   if (json) {
-    std::cout << ToJson(results, seconds, first_touch, echo_on_workers).dump(2) << "\n";
+    std::cout << ToJson(results, seconds, rounds, first_touch, echo_on_workers).dump(2) << "\n";
   } else {
     PrintTable(results);
     fmt::print("cpu: CPU us per call (broadcast: per broadcast) of both processes\n");

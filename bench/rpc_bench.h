@@ -49,6 +49,18 @@ struct Measurement {
   double cpu_us = 0;
 };
 
+// What one measuring run saw; runs of the same side add up (Merge) before
+// they become a Measurement.
+struct Sample {
+  std::int64_t done = 0;  // calls (or broadcasts) completed while measuring
+  double seconds = 0;
+  double cpu_seconds = 0;
+  std::vector<double> latencies_us;
+
+  void Merge(Sample other);
+  Measurement Summary() const;  // throws Internal if nothing completed
+};
+
 using CpuClock = std::function<double()>;  // CPU seconds used so far
 
 double MedianUs(std::vector<double> us);
@@ -62,8 +74,8 @@ double FirstTouchGBPerSec();
 // `wait_oldest()` blocks until the oldest finishes. Calls complete in order
 // on one connection, so the oldest send time belongs to the reply.
 template <class Send, class WaitOldest>
-Measurement RunClosedLoop(int in_flight, double seconds, const CpuClock& cpu, Send&& send,
-                          WaitOldest&& wait_oldest) {
+Sample RunClosedLoop(int in_flight, double seconds, const CpuClock& cpu, Send&& send,
+                     WaitOldest&& wait_oldest) {
   for (int i = 0; i < 20; ++i) {  // warm up: connection, handshakes, allocator
     send();
     wait_oldest();
@@ -88,10 +100,13 @@ Measurement RunClosedLoop(int in_flight, double seconds, const CpuClock& cpu, Se
     sent.push_back(now);
     send();
   }
-  const double elapsed = std::chrono::duration<double>(now - start).count();
-  const double cpu_us = (cpu() - cpu_start) * 1e6 / static_cast<double>(done);
+  Sample sample;
+  sample.done = done;
+  sample.seconds = std::chrono::duration<double>(now - start).count();
+  sample.cpu_seconds = cpu() - cpu_start;
+  sample.latencies_us = std::move(latencies_us);
   for (std::size_t i = 0; i < sent.size(); ++i) wait_oldest();  // drain, not counted
-  return {done / elapsed, MedianUs(std::move(latencies_us)), cpu_us};
+  return sample;
 }
 
 // Publishes versions through `publish(version, big)` and times each one
@@ -220,14 +235,30 @@ class ServerProcess {
 
 // Raw ZeroMQ (rpc_bench_raw.cc). RawEchoLoop runs in the child until `stop`.
 void RawEchoLoop(zmq::socket_t& router, const std::atomic<bool>& stop);
-Measurement RawRequestReply(zmq::context_t& ctx, const ServerProcess& server, std::size_t bytes,
-                            int in_flight, double seconds, const CurveKeys* keys);
+// One side of a request/reply case, connected once and measured in rounds
+// that alternate with the other side's (so both see the same machine).
+class RequestReplySide {
+ public:
+  virtual ~RequestReplySide() = default;
+  virtual Sample Run(double seconds) = 0;
+};
+
+std::unique_ptr<RequestReplySide> RawRequestReply(zmq::context_t& ctx, const ServerProcess& server,
+                                                  std::size_t bytes, int in_flight,
+                                                  const CurveKeys* keys);
 Measurement RawBroadcast(zmq::context_t& ctx, ServerProcess& child, double seconds);
 
 // rlswarm::rpc (rpc_bench_rpc.cc). StartRpcEchoServer runs in the child.
 std::unique_ptr<rpc::Server> StartRpcEchoServer(const CurveKeys* keys, bool echo_on_workers);
-Measurement RpcRequestReply(const ServerProcess& server, std::size_t bytes, int in_flight,
-                            double seconds, const CurveKeys* keys);
+// How the rpc side keeps its calls in flight.
+enum class RpcApi {
+  kInvoke,     // one at a time: Client::Invoke
+  kCallAsync,  // a pipeline: each completion (on the I/O thread) starts the next CallAsync
+  kCall,       // Call futures from the measuring thread, the oldest awaited
+};
+const char* RpcApiName(RpcApi api);
+std::unique_ptr<RequestReplySide> RpcRequestReply(const ServerProcess& server, std::size_t bytes,
+                                                  int in_flight, RpcApi api, const CurveKeys* keys);
 Measurement RpcBroadcast(zmq::context_t& ctx, ServerProcess& child, double seconds);
 
 // ------------------------------------------------------------------ report
@@ -237,12 +268,13 @@ struct Result {
   std::size_t payload_bytes = 0;
   int in_flight = 1;
   bool curve = false;
+  RpcApi api = RpcApi::kInvoke;
   std::optional<Measurement> raw, rpc;
 };
 
 std::string SizeName(std::size_t bytes);
-nlohmann::json ToJson(const std::vector<Result>& results, double seconds, double first_touch,
-                      bool echo_on_workers);
+nlohmann::json ToJson(const std::vector<Result>& results, double seconds, int rounds,
+                      double first_touch, bool echo_on_workers);
 void PrintTable(const std::vector<Result>& results);
 
 }  // namespace rlswarm::bench

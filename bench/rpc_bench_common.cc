@@ -18,6 +18,19 @@ double MedianUs(std::vector<double> us) {
   return *mid;
 }
 
+void Sample::Merge(Sample other) {
+  done += other.done;
+  seconds += other.seconds;
+  cpu_seconds += other.cpu_seconds;
+  latencies_us.insert(latencies_us.end(), other.latencies_us.begin(), other.latencies_us.end());
+}
+
+Measurement Sample::Summary() const {
+  if (done <= 0 || seconds <= 0) throw rlswarm::Internal("no call completed while measuring");
+  return {static_cast<double>(done) / seconds, MedianUs(latencies_us),
+          cpu_seconds * 1e6 / static_cast<double>(done)};
+}
+
 double FirstTouchGBPerSec() {
   constexpr std::size_t kBytes = 32 << 20;
   const auto start = Clock::now();

@@ -17,30 +17,54 @@ void RawEchoLoop(zmq::socket_t& router, const std::atomic<bool>& stop) {
   }
 }
 
-Measurement RawRequestReply(zmq::context_t& ctx, const ServerProcess& server, std::size_t bytes,
-                            int in_flight, double seconds, const CurveKeys* keys) {
-  zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
-  ConfigureRawSocket(dealer);
-  dealer.set(zmq::sockopt::rcvtimeo, static_cast<int>(kIoTimeout.count()));
-  if (keys != nullptr) {
-    dealer.set(zmq::sockopt::curve_serverkey, keys->server.public_key);
-    dealer.set(zmq::sockopt::curve_publickey, keys->client.public_key);
-    dealer.set(zmq::sockopt::curve_secretkey, keys->client.secret_key);
+namespace {
+
+class RawSide final : public RequestReplySide {
+ public:
+  RawSide(zmq::context_t& ctx, const ServerProcess& server, std::size_t bytes, int in_flight,
+          const CurveKeys* keys)
+      : server_(server),
+        dealer_(ctx, zmq::socket_type::dealer),
+        payload_(bytes, std::byte{0x5a}),
+        in_flight_(in_flight) {
+    ConfigureRawSocket(dealer_);
+    dealer_.set(zmq::sockopt::rcvtimeo, static_cast<int>(kIoTimeout.count()));
+    if (keys != nullptr) {
+      dealer_.set(zmq::sockopt::curve_serverkey, keys->server.public_key);
+      dealer_.set(zmq::sockopt::curve_publickey, keys->client.public_key);
+      dealer_.set(zmq::sockopt::curve_secretkey, keys->client.secret_key);
+    }
+    dealer_.connect(server.raw(keys != nullptr));
   }
-  dealer.connect(server.raw(keys != nullptr));
-  const std::vector<std::byte> payload(bytes, std::byte{0x5a});
-  zmq::message_t reply;
-  return RunClosedLoop(
-      in_flight, seconds, [&] { return server.CpuSeconds(); },
-      [&] {
-        auto frame = ZeroCopy(payload);
-        dealer.send(frame, zmq::send_flags::none);
-      },
-      [&] {
-        if (!dealer.recv(reply) || reply.size() != bytes || reply.more()) {
-          throw rlswarm::Unavailable("raw echo: no reply or a wrong one");
-        }
-      });
+
+  Sample Run(double seconds) override {
+    return RunClosedLoop(
+        in_flight_, seconds, [&] { return server_.CpuSeconds(); },
+        [&] {
+          auto frame = ZeroCopy(payload_);
+          dealer_.send(frame, zmq::send_flags::none);
+        },
+        [&] {
+          if (!dealer_.recv(reply_) || reply_.size() != payload_.size() || reply_.more()) {
+            throw rlswarm::Unavailable("raw echo: no reply or a wrong one");
+          }
+        });
+  }
+
+ private:
+  const ServerProcess& server_;
+  zmq::socket_t dealer_;
+  const std::vector<std::byte> payload_;
+  const int in_flight_;
+  zmq::message_t reply_;
+};
+
+}  // namespace
+
+std::unique_ptr<RequestReplySide> RawRequestReply(zmq::context_t& ctx, const ServerProcess& server,
+                                                  std::size_t bytes, int in_flight,
+                                                  const CurveKeys* keys) {
+  return std::make_unique<RawSide>(ctx, server, bytes, in_flight, keys);
 }
 
 Measurement RawBroadcast(zmq::context_t& ctx, ServerProcess& child, double seconds) {

@@ -12,8 +12,8 @@ std::string SizeName(std::size_t bytes) {
   return std::to_string(bytes) + "B";
 }
 
-nlohmann::json ToJson(const std::vector<Result>& results, double seconds, double first_touch,
-                      bool echo_on_workers) {
+nlohmann::json ToJson(const std::vector<Result>& results, double seconds, int rounds,
+                      double first_touch, bool echo_on_workers) {
   auto figure = [](const std::optional<Measurement>& m, double Measurement::*field) {
     return m ? nlohmann::json(m.value().*field) : nlohmann::json(nullptr);
   };
@@ -23,6 +23,7 @@ nlohmann::json ToJson(const std::vector<Result>& results, double seconds, double
                     {"payload_bytes", r.payload_bytes},
                     {"in_flight", r.in_flight},
                     {"curve", r.curve},
+                    {"rpc_api", RpcApiName(r.api)},
                     {"raw_per_sec", figure(r.raw, &Measurement::per_sec)},
                     {"rpc_per_sec", figure(r.rpc, &Measurement::per_sec)},
                     {"raw_p50_us", figure(r.raw, &Measurement::p50_us)},
@@ -33,6 +34,7 @@ nlohmann::json ToJson(const std::vector<Result>& results, double seconds, double
   return {{"results", rows},
           {"baseline", {{"first_touch_GB_per_sec", first_touch}}},
           {"seconds_per_case", seconds},
+          {"rounds_per_case", rounds},
           {"rpc_echo_handler", echo_on_workers ? "worker threads" : "server I/O thread"},
           {"server", "separate process (fork), tcp://127.0.0.1"}};
 }
@@ -44,11 +46,11 @@ void PrintTable(const std::vector<Result>& results) {
     const double x = m.value().*field;
     return x < 100 ? fmt::format("{:.3g}", x) : fmt::format("{:.0f}", x);
   };
-  fmt::print("{:<24} {:>9} {:>9} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9}\n", "case", "raw/s", "rpc/s",
+  fmt::print("{:<30} {:>9} {:>9} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9}\n", "case", "raw/s", "rpc/s",
              "rpc/raw", "raw p50us", "rpc p50us", "delta", "raw cpu", "rpc cpu");
   for (const auto& r : results) {
     const bool both = r.raw && r.rpc;
-    fmt::print("{:<24} {:>9} {:>9} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9}\n", r.name,
+    fmt::print("{:<30} {:>9} {:>9} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9}\n", r.name,
                num(r.raw, &Measurement::per_sec), num(r.rpc, &Measurement::per_sec),
                both ? fmt::format("{:.0f}%", 100 * r.rpc->per_sec / r.raw->per_sec) : "-",
                num(r.raw, &Measurement::p50_us), num(r.rpc, &Measurement::p50_us),

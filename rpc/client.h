@@ -75,6 +75,8 @@ struct ClientStats {
   std::uint64_t deadline_exceeded = 0;
   std::uint64_t late_replies = 0;  // replies to calls that already finished
   std::uint64_t direct_calls = 0;  // Invokes sent by the calling thread itself
+  // CallAsyncs made from a completion on the I/O thread (sent with no wake-up)
+  std::uint64_t pipelined_calls = 0;
 };
 
 class Client {
@@ -102,7 +104,10 @@ class Client {
 
   // As Call, but runs `done` with the reply or an exception_ptr (exactly one
   // is set) on the client's I/O thread, or on a thread inside Invoke on this
-  // client. `done` must not block.
+  // client. `done` must not block. A CallAsync made from `done` on the I/O
+  // thread is sent in the same round, with no thread hand-over: a caller
+  // that starts its next call from the completion of the last (a pipeline)
+  // keeps its calls in flight at the cost of the socket work alone.
   void CallAsync(const std::string& method, std::vector<Payload> payloads, CallOptions options,
                  std::function<void(Reply*, std::exception_ptr)> done);
 

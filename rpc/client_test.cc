@@ -8,6 +8,8 @@
 #include <signal.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -235,6 +237,80 @@ TEST(ClientTest, CallAsyncRunsTheCallbackOnceWithReplyOrError) {
   });
   EXPECT_EQ(ok.get_future().get(), "async");
   EXPECT_TRUE(not_found.get_future().get());
+}
+
+// A completion that starts the next call (a pipeline, as the replay writer
+// streams) goes out from the I/O thread without a wake-up; every chain's
+// calls complete in order with their own replies.
+TEST(ClientTest, CallAsyncFromACompletionPipelinesOnTheIoThread) {
+  Server server(LocalServerOptions());
+  server.Register("echo", Echo, HandlerOptions{.run_on_io_thread = true});
+  server.Start();
+  Client client(ClientFor(server.endpoint()));
+  constexpr int kChains = 8;
+  constexpr int kSteps = 50;
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  std::vector<std::vector<std::string>> seen(kChains);  // guarded by mutex
+  int chains_done = 0;                                  // guarded by mutex
+  std::atomic<int> errors{0};
+  std::function<void(int, int)> start = [&](int chain, int step) {
+    const std::string text = std::to_string(chain) + "." + std::to_string(step);
+    client.CallAsync("echo", {Payload::FromString(text)}, {},
+                     [&, chain, step](Reply* reply, std::exception_ptr error) {
+                       if (error) ++errors;
+                       std::lock_guard lock(mutex);
+                       if (reply != nullptr)
+                         seen[chain].push_back(reply->payloads.at(0).ToString());
+                       if (!error && step + 1 < kSteps) {
+                         start(chain, step + 1);
+                         return;
+                       }
+                       ++chains_done;
+                       done_cv.notify_all();
+                     });
+  };
+  for (int chain = 0; chain < kChains; ++chain) start(chain, 0);
+  std::unique_lock lock(mutex);
+  ASSERT_TRUE(done_cv.wait_for(lock, 20s, [&] { return chains_done == kChains; }));
+  EXPECT_EQ(errors.load(), 0);
+  for (int chain = 0; chain < kChains; ++chain) {
+    ASSERT_EQ(seen[chain].size(), static_cast<std::size_t>(kSteps));
+    for (int step = 0; step < kSteps; ++step) {
+      EXPECT_EQ(seen[chain][step], std::to_string(chain) + "." + std::to_string(step));
+    }
+  }
+  EXPECT_EQ(client.stats().pipelined_calls, static_cast<std::uint64_t>(kChains * (kSteps - 1)));
+  EXPECT_EQ(client.stats().calls, static_cast<std::uint64_t>(kChains * kSteps));
+}
+
+// A completion that starts another call while the client closes gets
+// Cancelled for it too, at once, instead of leaving it pending forever.
+TEST(ClientTest, CallAsyncFromACompletionDuringCloseIsCancelled) {
+  HoldingServer server;
+  Client client(ClientFor(server.endpoint()));
+  std::promise<std::string> second;
+  client.CallAsync("hold", {}, {}, [&](Reply*, std::exception_ptr error) {
+    if (!error) {
+      second.set_value("<first call got a reply>");
+      return;
+    }
+    client.CallAsync("echo", {}, {}, [&](Reply*, std::exception_ptr again) {
+      try {
+        if (again) std::rethrow_exception(again);
+        second.set_value("<no error>");
+      } catch (const Cancelled& e) {
+        second.set_value(e.what());
+      } catch (const std::exception& e) {
+        second.set_value(std::string("<other exception> ") + e.what());
+      }
+    });
+  });
+  ASSERT_TRUE(server.WaitHeld(1));
+  client.Close();
+  auto future = second.get_future();
+  ASSERT_EQ(future.wait_for(5s), std::future_status::ready);
+  EXPECT_NE(future.get().find("closed"), std::string::npos);
 }
 
 TEST(ClientTest, CloseFailsPendingCallsWithCancelledAndIsIdempotent) {
