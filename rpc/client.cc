@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -107,6 +108,14 @@ class Client::Impl {
   // the Invoke.
   bool late_reply_possible_ = false;
   internal::PendingCalls pending_;
+  // Buffers of the thread that drives the socket, kept between calls so
+  // that a call allocates nothing for its header, frame list or sizes.
+  Header send_header_;
+  std::string send_encoded_;
+  std::vector<zmq::message_t> send_frames_;
+  internal::ReceivedMessage received_;
+  Header reply_header_;
+  std::vector<std::size_t> frame_sizes_;
   Clock::time_point reconnect_at_;
   std::chrono::milliseconds backoff_;
 
@@ -189,9 +198,9 @@ bool Client::Impl::TryInvokeDirect(std::unique_ptr<CallRecord>& call,
   // Wait for the reply on the socket. Anything that needs the I/O thread
   // (a posted call, a connection event) makes this thread step back; the
   // call stays pending and the I/O thread completes it as for Call.
-  std::vector<zmq_pollitem_t> items = {{connection_->dealer().handle(), 0, ZMQ_POLLIN, 0},
-                                       {nullptr, mailbox_.wake_fd(), ZMQ_POLLIN, 0},
-                                       {nullptr, connection_->monitor_fd(), ZMQ_POLLIN, 0}};
+  std::array<zmq_pollitem_t, 3> items = {{{connection_->dealer().handle(), 0, ZMQ_POLLIN, 0},
+                                          {nullptr, mailbox_.wake_fd(), ZMQ_POLLIN, 0},
+                                          {nullptr, connection_->monitor_fd(), ZMQ_POLLIN, 0}}};
   while (!finished.load(std::memory_order_acquire)) {
     ExpireDeadlines();
     if (finished.load(std::memory_order_acquire) || pending_.NextUnsent() != nullptr) break;
@@ -367,19 +376,18 @@ void Client::Impl::LoseConnection(const std::string& why, bool rejected) {
 
 void Client::Impl::ReceiveReplies() {
   const std::size_t max_frames = options_.limits.max_payloads + 1;
-  internal::ReceivedMessage message;
   for (int i = 0; i < kRepliesPerRound; ++i) {
-    if (!internal::ReceiveMessage(connection_->dealer(), max_frames, message)) return;
-    HandleReply(message);
+    if (!internal::ReceiveMessage(connection_->dealer(), max_frames, received_)) return;
+    HandleReply(received_);
   }
 }
 
 void Client::Impl::HandleReply(internal::ReceivedMessage& message) {
   std::vector<zmq::message_t>& frames = message.frames;
   const std::span<const std::byte> header_bytes = internal::FrameBytes(frames[0]);
-  Header header;
+  Header& header = reply_header_;
   try {
-    header = DecodeHeader(header_bytes, options_.limits);
+    DecodeHeader(header_bytes, options_.limits, header);
     if (header.kind != MessageKind::kReply) throw InvalidArgument("not a reply");
   } catch (const InvalidArgument& e) {
     const auto id = internal::PeekRequestId(header_bytes, options_.limits);
@@ -401,12 +409,11 @@ void Client::Impl::HandleReply(internal::ReceivedMessage& message) {
     Fail(std::move(call), header.status, header.error_message);
     return;
   }
-  std::vector<std::size_t> sizes;
-  sizes.reserve(frames.size() - 1);
-  for (std::size_t i = 1; i < frames.size(); ++i) sizes.push_back(frames[i].size());
+  frame_sizes_.clear();
+  for (std::size_t i = 1; i < frames.size(); ++i) frame_sizes_.push_back(frames[i].size());
   try {
     if (message.too_many_frames) throw InvalidArgument("too many payload frames");
-    CheckPayloadFrames(header, sizes, options_.limits);
+    CheckPayloadFrames(header, frame_sizes_, options_.limits);
   } catch (const InvalidArgument& e) {
     Fail(std::move(call), StatusCode::kInternal,
          options_.name + ": malformed reply to '" + call->method + "': " + e.what());
@@ -456,22 +463,22 @@ void Client::Impl::SendUnsent() {
   const Clock::time_point now = Clock::now();
   while (CallRecord* call = pending_.NextUnsent()) {
     if (call->deadline <= now) return;  // ExpireDeadlines fails it
-    Header header;
+    Header& header = send_header_;
     header.kind = MessageKind::kRequest;
     header.method = call->method;
     header.request_id = call->id;
     header.timeout_ms = std::max<std::int64_t>(
         1, std::chrono::ceil<std::chrono::milliseconds>(call->deadline - now).count());
     header.idempotent = call->idempotent;
-    header.payloads = internal::Describe(call->payloads);
-    const std::string encoded = EncodeHeader(header);
-    std::vector<zmq::message_t> frames;
-    frames.reserve(1 + call->payloads.size());
-    frames.emplace_back(encoded.data(), encoded.size());
+    internal::DescribeInto(call->payloads, header.payloads);
+    EncodeHeader(header, send_encoded_);
+    std::vector<zmq::message_t>& frames = send_frames_;
+    frames.clear();
+    frames.emplace_back(send_encoded_.data(), send_encoded_.size());
     for (const Payload& payload : call->payloads) frames.push_back(internal::PayloadFrame(payload));
-    if (internal::SendMessage(connection_->dealer(), frames) != internal::SendStatus::kSent) {
-      return;  // high-water mark: wait for ZMQ_POLLOUT
-    }
+    const internal::SendStatus sent = internal::SendMessage(connection_->dealer(), frames);
+    frames.clear();  // a frame ZeroMQ did not take releases its payload now
+    if (sent != internal::SendStatus::kSent) return;  // high-water mark: wait for ZMQ_POLLOUT
     if (++call->attempts > 1) retries_.fetch_add(1, std::memory_order_relaxed);
     pending_.MarkSent();
   }
@@ -536,35 +543,37 @@ std::future<Reply> Client::Call(const std::string& method, std::vector<Payload> 
 Reply Client::Invoke(const std::string& method, std::vector<Payload> payloads,
                      CallOptions options) {
   // The completion may run on this thread (direct) or on the I/O thread.
+  // It lives on this stack: the completion notifies while it holds `mu`, so
+  // this thread cannot leave the wait below (and free it) before the
+  // completion is done with it. The callback captures one pointer, which
+  // std::function stores without allocating.
   struct Outcome {
     std::mutex mu;
     std::condition_variable done_cv;
     std::atomic<bool> finished{false};
     std::optional<Reply> reply;
     std::exception_ptr error;
-  };
-  auto outcome = std::make_shared<Outcome>();
+  } outcome;
+  Outcome* const shared = &outcome;
   std::unique_ptr<internal::CallRecord> call = impl_->MakeCall(
-      method, std::move(payloads), options, [outcome](Reply* reply, std::exception_ptr error) {
-        {
-          std::lock_guard lock(outcome->mu);
-          if (error) {
-            outcome->error = std::move(error);
-          } else {
-            outcome->reply = std::move(*reply);
-          }
-          outcome->finished.store(true, std::memory_order_release);
+      method, std::move(payloads), options, [shared](Reply* reply, std::exception_ptr error) {
+        std::lock_guard lock(shared->mu);
+        if (error) {
+          shared->error = std::move(error);
+        } else {
+          shared->reply = std::move(*reply);
         }
-        outcome->done_cv.notify_all();
+        shared->finished.store(true, std::memory_order_release);
+        shared->done_cv.notify_all();
       });
-  if (!impl_->TryInvokeDirect(call, outcome->finished)) {
+  if (!impl_->TryInvokeDirect(call, outcome.finished)) {
     // The ordinary path; `call` still holds the record.
     impl_->Post(std::move(call));
   }
-  std::unique_lock lock(outcome->mu);
-  outcome->done_cv.wait(lock, [&] { return outcome->finished.load(std::memory_order_acquire); });
-  if (outcome->error) std::rethrow_exception(outcome->error);
-  return std::move(*outcome->reply);
+  std::unique_lock lock(outcome.mu);
+  outcome.done_cv.wait(lock, [&] { return outcome.finished.load(std::memory_order_acquire); });
+  if (outcome.error) std::rethrow_exception(outcome.error);
+  return std::move(*outcome.reply);
 }
 
 void Client::CallAsync(const std::string& method, std::vector<Payload> payloads,

@@ -91,6 +91,13 @@ class Server::Impl {
   std::shared_ptr<internal::ReplyChannel> channel_;
   std::unique_ptr<internal::ZapDomain> zap_domain_;  // outlives router_
   zmq::socket_t router_;                             // used only by io_thread_
+  // io_thread_'s buffers, kept between requests so that a request allocates
+  // nothing for its headers, frame list or sizes.
+  Header request_header_;
+  std::vector<std::size_t> frame_sizes_;
+  Header reply_header_;
+  std::string reply_encoded_;
+  std::vector<zmq::message_t> reply_frames_;
   std::unique_ptr<internal::WorkerPool> workers_;
   std::thread io_thread_;
   std::atomic<bool> stop_io_{false};
@@ -241,9 +248,9 @@ void Server::Impl::HandleRequest(internal::ReceivedMessage& message) {
   }
   const std::string identity(static_cast<const char*>(frames[0].data()), frames[0].size());
   const std::span<const std::byte> header_bytes = internal::FrameBytes(frames[1]);
-  Header header;
+  Header& header = request_header_;
   try {
-    header = DecodeHeader(header_bytes, options_.limits);
+    DecodeHeader(header_bytes, options_.limits, header);
   } catch (const InvalidArgument& e) {
     RejectMalformed(identity, internal::PeekRequestId(header_bytes, options_.limits), e.what());
     return;
@@ -257,8 +264,8 @@ void Server::Impl::HandleRequest(internal::ReceivedMessage& message) {
                     "more than " + std::to_string(options_.limits.max_payloads) + " payloads");
     return;
   }
-  std::vector<std::size_t> sizes;
-  sizes.reserve(frames.size() - 2);
+  std::vector<std::size_t>& sizes = frame_sizes_;
+  sizes.clear();
   for (std::size_t i = 2; i < frames.size(); ++i) sizes.push_back(frames[i].size());
   try {
     CheckPayloadFrames(header, sizes, options_.limits);
@@ -338,12 +345,20 @@ void Server::Impl::SendDirect(const std::string& identity, std::uint64_t request
 }
 
 void Server::Impl::SendReply(internal::OutgoingReply& reply) {
-  std::vector<zmq::message_t> frames;
-  frames.reserve(2 + reply.payloads.size());
+  Header& header = reply_header_;
+  header.kind = MessageKind::kReply;
+  header.request_id = reply.request_id;
+  header.status = reply.status;
+  header.error_message.swap(reply.error_message);
+  internal::DescribeInto(reply.payloads, header.payloads);
+  EncodeHeader(header, reply_encoded_);
+  std::vector<zmq::message_t>& frames = reply_frames_;
+  frames.clear();
   frames.emplace_back(reply.identity.data(), reply.identity.size());
-  frames.emplace_back(reply.header.data(), reply.header.size());
+  frames.emplace_back(reply_encoded_.data(), reply_encoded_.size());
   for (const Payload& payload : reply.payloads) frames.push_back(internal::PayloadFrame(payload));
   const internal::SendStatus status = internal::SendMessage(router_, frames);
+  frames.clear();  // a frame ZeroMQ did not take releases its payload now
   if (status == internal::SendStatus::kSent) {
     replies_.fetch_add(1, std::memory_order_relaxed);
     return;

@@ -6,41 +6,45 @@
 namespace rlswarm::rpc {
 namespace {
 
-// The header as MessagePack sees it: an array of plain fields, so that the
-// format is documented by this struct alone and stays readable from any
-// MessagePack implementation (Python's msgpack.unpackb gives a list).
-struct WireDescriptor {
-  std::uint8_t dtype = 0;
-  std::vector<std::int64_t> shape;
-  MSGPACK_DEFINE_ARRAY(dtype, shape);
-};
+// The header on the wire is a MessagePack array of plain fields, so that it
+// stays readable from any MessagePack implementation (Python's
+// msgpack.unpackb gives a list):
+//
+//   [version: uint, kind: uint, method: str, request_id: uint, status: int,
+//    error_message: str, timeout_ms: int, idempotent: bool,
+//    payloads: [[dtype: uint, shape: [int, ...]], ...]]
+//
+// Encoded and decoded field by field (not through a struct adaptor), into
+// buffers the caller keeps: a call on the hot path allocates nothing here
+// once the buffers have grown to fit.
 
-struct WireHeader {
-  std::uint8_t version = kWireVersion;
-  std::uint8_t kind = 0;
-  std::string method;
-  std::uint64_t request_id = 0;
-  std::int32_t status = 0;
-  std::string error_message;
-  std::int64_t timeout_ms = 0;
-  bool idempotent = false;
-  std::vector<WireDescriptor> payloads;
-  MSGPACK_DEFINE_ARRAY(version, kind, method, request_id, status, error_message, timeout_ms,
-                       idempotent, payloads);
-};
-
-// Field counts of the two arrays above. MSGPACK_DEFINE_ARRAY alone would
-// fill missing trailing fields with defaults and ignore extra ones, so a
-// header cut short (or padded) at a field boundary would decode silently.
+// Field counts of the two arrays above; decoding demands them exactly, so a
+// header cut short (or padded) at a field boundary is rejected.
 constexpr std::uint32_t kHeaderFields = 9;
 constexpr std::uint32_t kDescriptorFields = 2;
-// First allocation of the encode buffer and of the decode zone. msgpack's
-// defaults (8 KiB each) are too big for glibc's per-thread cache, so every
-// call used to take a trip through the main heap, where a request that size
-// first merges all freed small chunks (malloc_consolidate). With 64 B calls
-// and 16 in flight, malloc and free were ~19% of all CPU samples. A header
-// of a few payloads fits; bigger ones grow the buffer or zone as needed.
+// First chunk of the decode zone (one per thread, reused). msgpack's default
+// (8 KiB) is too big for glibc's per-thread cache, so every call used to
+// take a trip through the main heap, where a request that size first merges
+// all freed small chunks (malloc_consolidate). A header of a few payloads
+// fits; a bigger one grows the zone for that decode only.
 constexpr std::size_t kSmallBufferBytes = 512;
+
+// msgpack's packer writes through any stream with write(data, size).
+struct StringSink {
+  std::string* out;
+  void write(const char* data, std::size_t size) { out->append(data, size); }
+};
+
+// Converts one field, naming it when its MessagePack type does not fit.
+template <class T>
+void ReadField(const msgpack::object& o, const char* name, T& out) {
+  try {
+    o.convert(out);
+  } catch (const std::exception&) {
+    throw InvalidArgument(std::string("malformed rpc header: field '") + name +
+                          "' has the wrong type or range");
+  }
+}
 
 [[noreturn]] void Malformed(const std::string& what) {
   throw InvalidArgument("malformed rpc header: " + what);
@@ -48,99 +52,121 @@ constexpr std::size_t kSmallBufferBytes = 512;
 
 }  // namespace
 
-std::string EncodeHeader(const Header& header) {
-  WireHeader w;
-  w.kind = static_cast<std::uint8_t>(header.kind);
-  w.method = header.method;
-  w.request_id = header.request_id;
-  w.status = static_cast<std::int32_t>(header.status);
-  w.error_message = header.error_message;
-  w.timeout_ms = header.timeout_ms;
-  w.idempotent = header.idempotent;
-  w.payloads.reserve(header.payloads.size());
-  for (const auto& p : header.payloads) {
-    w.payloads.push_back({static_cast<std::uint8_t>(p.dtype), p.shape});
+void EncodeHeader(const Header& header, std::string& out) {
+  out.clear();
+  StringSink sink{&out};
+  msgpack::packer<StringSink> pk(sink);
+  pk.pack_array(kHeaderFields);
+  pk.pack(kWireVersion);
+  pk.pack(static_cast<std::uint8_t>(header.kind));
+  pk.pack(header.method);
+  pk.pack(header.request_id);
+  pk.pack(static_cast<std::int32_t>(header.status));
+  pk.pack(header.error_message);
+  pk.pack(header.timeout_ms);
+  pk.pack(header.idempotent);
+  pk.pack_array(static_cast<std::uint32_t>(header.payloads.size()));
+  for (const PayloadDescriptor& p : header.payloads) {
+    pk.pack_array(kDescriptorFields);
+    pk.pack(static_cast<std::uint8_t>(p.dtype));
+    pk.pack(p.shape);
   }
-  msgpack::sbuffer buffer(kSmallBufferBytes);
-  msgpack::pack(buffer, w);
-  return std::string(buffer.data(), buffer.size());
 }
 
-Header DecodeHeader(std::span<const std::byte> frame, const WireLimits& limits) {
+std::string EncodeHeader(const Header& header) {
+  std::string out;
+  EncodeHeader(header, out);
+  return out;
+}
+
+void DecodeHeader(std::span<const std::byte> frame, const WireLimits& limits, Header& out) {
   if (frame.size() > limits.max_header_bytes) {
     Malformed("header of " + std::to_string(frame.size()) + " bytes exceeds the limit of " +
               std::to_string(limits.max_header_bytes));
   }
-  WireHeader w;
+  // The unpack limits bound every container and string the peer declares,
+  // so a 5-byte header claiming a 4-billion-element array is rejected
+  // before anything is allocated.
+  const msgpack::unpack_limit unpack_limits(
+      /*array=*/std::max<std::size_t>(limits.max_payloads, limits.max_dims) + 16,
+      /*map=*/0,
+      /*str=*/std::max(limits.max_method_bytes, limits.max_error_bytes),
+      /*bin=*/0, /*ext=*/0, /*depth=*/4);
+  thread_local msgpack::zone zone(kSmallBufferBytes);
+  zone.clear();  // back to its first chunk
+  msgpack::object root;
   try {
-    // The unpack limits bound every container and string the peer declares,
-    // so a 5-byte header claiming a 4-billion-element array is rejected
-    // before anything is allocated.
-    const msgpack::unpack_limit unpack_limits(
-        /*array=*/std::max<std::size_t>(limits.max_payloads, limits.max_dims) + 16,
-        /*map=*/0,
-        /*str=*/std::max(limits.max_method_bytes, limits.max_error_bytes),
-        /*bin=*/0, /*ext=*/0, /*depth=*/4);
     std::size_t offset = 0;
-    msgpack::zone zone(kSmallBufferBytes);  // grows for big headers
-    const msgpack::object root =
-        msgpack::unpack(zone, reinterpret_cast<const char*>(frame.data()), frame.size(), offset,
-                        nullptr, nullptr, unpack_limits);
+    root = msgpack::unpack(zone, reinterpret_cast<const char*>(frame.data()), frame.size(), offset,
+                           nullptr, nullptr, unpack_limits);
     if (offset != frame.size()) Malformed("trailing bytes after the header");
-    if (root.type != msgpack::type::ARRAY || root.via.array.size != kHeaderFields) {
-      Malformed("expected an array of " + std::to_string(kHeaderFields) + " fields");
-    }
-    const msgpack::object& descriptors = root.via.array.ptr[kHeaderFields - 1];
-    if (descriptors.type == msgpack::type::ARRAY) {  // convert() rejects other types
-      for (std::uint32_t i = 0; i < descriptors.via.array.size; ++i) {
-        const msgpack::object& d = descriptors.via.array.ptr[i];
-        if (d.type != msgpack::type::ARRAY || d.via.array.size != kDescriptorFields) {
-          Malformed("payload descriptor " + std::to_string(i) + " is not an array of " +
-                    std::to_string(kDescriptorFields) + " fields");
-        }
-      }
-    }
-    root.convert(w);
   } catch (const InvalidArgument&) {
     throw;
   } catch (const std::exception& e) {
     Malformed(e.what());
   }
-  if (w.version != kWireVersion) {
-    Malformed("wire version " + std::to_string(w.version) + ", expected " +
+  if (root.type != msgpack::type::ARRAY || root.via.array.size != kHeaderFields) {
+    Malformed("expected an array of " + std::to_string(kHeaderFields) + " fields");
+  }
+  const msgpack::object* f = root.via.array.ptr;
+  std::uint8_t version = 0;
+  ReadField(f[0], "version", version);
+  if (version != kWireVersion) {
+    Malformed("wire version " + std::to_string(version) + ", expected " +
               std::to_string(kWireVersion));
   }
-  if (w.kind != static_cast<std::uint8_t>(MessageKind::kRequest) &&
-      w.kind != static_cast<std::uint8_t>(MessageKind::kReply)) {
-    Malformed("unknown message kind " + std::to_string(w.kind));
+  std::uint8_t kind = 0;
+  ReadField(f[1], "kind", kind);
+  if (kind != static_cast<std::uint8_t>(MessageKind::kRequest) &&
+      kind != static_cast<std::uint8_t>(MessageKind::kReply)) {
+    Malformed("unknown message kind " + std::to_string(kind));
   }
-  if (w.method.size() > limits.max_method_bytes) Malformed("method name too long");
-  if (w.error_message.size() > limits.max_error_bytes) Malformed("error message too long");
-  if (w.status < 0 || w.status > static_cast<std::int32_t>(StatusCode::kInternal)) {
-    Malformed("unknown status " + std::to_string(w.status));
+  out.kind = static_cast<MessageKind>(kind);
+  ReadField(f[2], "method", out.method);
+  if (out.method.size() > limits.max_method_bytes) Malformed("method name too long");
+  ReadField(f[3], "request_id", out.request_id);
+  std::int32_t status = 0;
+  ReadField(f[4], "status", status);
+  if (status < 0 || status > static_cast<std::int32_t>(StatusCode::kInternal)) {
+    Malformed("unknown status " + std::to_string(status));
   }
-  if (w.timeout_ms < 0) Malformed("negative timeout");
-  if (w.payloads.size() > limits.max_payloads) Malformed("too many payloads");
-
-  Header h;
-  h.kind = static_cast<MessageKind>(w.kind);
-  h.method = std::move(w.method);
-  h.request_id = w.request_id;
-  h.status = static_cast<StatusCode>(w.status);
-  h.error_message = std::move(w.error_message);
-  h.timeout_ms = w.timeout_ms;
-  h.idempotent = w.idempotent;
-  h.payloads.reserve(w.payloads.size());
-  for (auto& d : w.payloads) {
-    if (d.dtype > static_cast<std::uint8_t>(DType::kFloat64)) {
-      Malformed("unknown dtype " + std::to_string(d.dtype));
+  out.status = static_cast<StatusCode>(status);
+  ReadField(f[5], "error_message", out.error_message);
+  if (out.error_message.size() > limits.max_error_bytes) Malformed("error message too long");
+  ReadField(f[6], "timeout_ms", out.timeout_ms);
+  if (out.timeout_ms < 0) Malformed("negative timeout");
+  ReadField(f[7], "idempotent", out.idempotent);
+  const msgpack::object& descriptors = f[kHeaderFields - 1];
+  if (descriptors.type != msgpack::type::ARRAY) Malformed("field 'payloads' is not an array");
+  if (descriptors.via.array.size > limits.max_payloads) Malformed("too many payloads");
+  // resize keeps the shape vectors already there, and their capacity.
+  out.payloads.resize(descriptors.via.array.size);
+  for (std::uint32_t i = 0; i < descriptors.via.array.size; ++i) {
+    const msgpack::object& d = descriptors.via.array.ptr[i];
+    if (d.type != msgpack::type::ARRAY || d.via.array.size != kDescriptorFields) {
+      Malformed("payload descriptor " + std::to_string(i) + " is not an array of " +
+                std::to_string(kDescriptorFields) + " fields");
     }
-    if (d.shape.size() > limits.max_dims) Malformed("too many dimensions");
-    PayloadDescriptor pd{static_cast<DType>(d.dtype), std::move(d.shape)};
+    std::uint8_t dtype = 0;
+    ReadField(d.via.array.ptr[0], "dtype", dtype);
+    if (dtype > static_cast<std::uint8_t>(DType::kFloat64)) {
+      Malformed("unknown dtype " + std::to_string(dtype));
+    }
+    PayloadDescriptor& pd = out.payloads[i];
+    pd.dtype = static_cast<DType>(dtype);
+    const msgpack::object& shape = d.via.array.ptr[1];
+    if (shape.type == msgpack::type::ARRAY && shape.via.array.size > limits.max_dims) {
+      Malformed("too many dimensions");
+    }
+    ReadField(shape, "shape", pd.shape);
     PayloadBytes(pd, limits);  // rejects negative or overflowing shapes
-    h.payloads.push_back(std::move(pd));
   }
-  return h;
+}
+
+Header DecodeHeader(std::span<const std::byte> frame, const WireLimits& limits) {
+  Header header;
+  DecodeHeader(frame, limits, header);
+  return header;
 }
 
 std::uint64_t PayloadBytes(const PayloadDescriptor& descriptor, const WireLimits& limits) {

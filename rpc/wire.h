@@ -55,11 +55,17 @@ struct WireLimits {
 };
 
 std::string EncodeHeader(const Header& header);
+// The same into `out` (cleared first): a caller that keeps `out` between
+// calls reuses its capacity.
+void EncodeHeader(const Header& header, std::string& out);
 
 // Throws InvalidArgument saying what is wrong: truncated or malformed
-// MessagePack, wrong wire version, unknown kind/dtype/status, a field over
-// its limit, a negative dimension.
+// MessagePack, wrong wire version, unknown kind/dtype/status, a field of the
+// wrong type or over its limit, a negative dimension.
 Header DecodeHeader(std::span<const std::byte> frame, const WireLimits& limits = {});
+// The same into `out`, whose strings and vectors keep their capacity (every
+// field is overwritten). On a throw, `out` holds an unspecified mix.
+void DecodeHeader(std::span<const std::byte> frame, const WireLimits& limits, Header& out);
 
 // Bytes a payload with this descriptor occupies; throws InvalidArgument if
 // the element count overflows or exceeds limits.max_payload_bytes.

@@ -123,6 +123,68 @@ TEST(WireTest, RequestRoundTripsEveryField) {
   ExpectSameHeader(Decode(EncodeHeader(h)), h);
 }
 
+// The bytes are the documented array, packed field by field by msgpack's own
+// packer (Pack above): any MessagePack reader sees the same fields.
+TEST(WireTest, EncodeHeaderWritesTheDocumentedArray) {
+  Header h = FullRequest();
+  h.kind = MessageKind::kReply;
+  h.status = StatusCode::kResourceExhausted;
+  h.error_message = "queue full";
+  RawHeader raw;
+  raw.kind = 2;
+  raw.method = h.method;
+  raw.request_id = h.request_id;
+  raw.status = static_cast<std::int64_t>(StatusCode::kResourceExhausted);
+  raw.error_message = h.error_message;
+  raw.timeout_ms = h.timeout_ms;
+  raw.idempotent = true;
+  for (const PayloadDescriptor& p : h.payloads) {
+    raw.payloads.push_back({static_cast<std::int64_t>(p.dtype), p.shape});
+  }
+  EXPECT_EQ(EncodeHeader(h), Pack(raw));
+}
+
+// Hot paths keep one Header and one string per connection: reuse must not
+// leak a field, payload or dimension of the previous message.
+TEST(WireTest, ReusedBuffersHoldOnlyTheLatestHeader) {
+  std::string encoded = "stale bytes";
+  EncodeHeader(FullRequest(), encoded);
+  EXPECT_EQ(encoded, EncodeHeader(FullRequest()));
+  Header decoded;
+  DecodeHeader(AsBytes(encoded), WireLimits{}, decoded);
+  ExpectSameHeader(decoded, FullRequest());
+
+  Header smaller;
+  smaller.kind = MessageKind::kReply;
+  smaller.request_id = 3;
+  smaller.payloads = {{DType::kInt32, {2}}};
+  EncodeHeader(smaller, encoded);
+  DecodeHeader(AsBytes(encoded), WireLimits{}, decoded);
+  ExpectSameHeader(decoded, smaller);
+  EncodeHeader(Header{}, encoded);
+  DecodeHeader(AsBytes(encoded), WireLimits{}, decoded);
+  ExpectSameHeader(decoded, Header{});
+}
+
+TEST(WireTest, AFieldOfTheWrongTypeIsNamed) {
+  const std::string frame = Pack(RawHeader{});
+  // The method (third field) as an integer instead of a string.
+  msgpack::sbuffer buffer;
+  msgpack::packer<msgpack::sbuffer> pk(buffer);
+  pk.pack_array(9);
+  pk.pack(kWireVersion);
+  pk.pack(1);
+  pk.pack(42);
+  pk.pack(7);
+  pk.pack(0);
+  pk.pack(std::string());
+  pk.pack(0);
+  pk.pack(false);
+  pk.pack_array(0);
+  ExpectRejected(std::string(buffer.data(), buffer.size()), "field 'method'");
+  EXPECT_NO_THROW(Decode(frame));
+}
+
 TEST(WireTest, DefaultHeaderRoundTrips) {
   const Header h;
   ExpectSameHeader(Decode(EncodeHeader(h)), h);

@@ -67,6 +67,14 @@ std::vector<PayloadDescriptor> Describe(const std::vector<Payload>& payloads) {
   return descriptors;
 }
 
+void DescribeInto(const std::vector<Payload>& payloads, std::vector<PayloadDescriptor>& out) {
+  out.resize(payloads.size());
+  for (std::size_t i = 0; i < payloads.size(); ++i) {
+    out[i].dtype = payloads[i].dtype();
+    out[i].shape.assign(payloads[i].shape().begin(), payloads[i].shape().end());
+  }
+}
+
 SendStatus SendMessage(zmq::socket_t& socket, std::vector<zmq::message_t>& frames) {
   for (std::size_t i = 0; i < frames.size(); ++i) {
     const bool last = i + 1 == frames.size();
@@ -108,7 +116,7 @@ bool ReceiveMessage(zmq::socket_t& socket, std::size_t max_frames, ReceivedMessa
   }
 }
 
-int Poll(std::vector<zmq_pollitem_t>& items, std::chrono::milliseconds timeout) {
+int Poll(std::span<zmq_pollitem_t> items, std::chrono::milliseconds timeout) {
   while (true) {
     const int rc = zmq_poll(items.data(), static_cast<int>(items.size()),
                             static_cast<long>(timeout.count() < 0 ? -1 : timeout.count()));

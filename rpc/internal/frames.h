@@ -39,6 +39,8 @@ std::span<const std::byte> FrameBytes(const zmq::message_t& frame);
 
 // The descriptors (dtype, shape) of `payloads` for a header.
 std::vector<PayloadDescriptor> Describe(const std::vector<Payload>& payloads);
+// The same into `out`, reusing its vectors' capacity.
+void DescribeInto(const std::vector<Payload>& payloads, std::vector<PayloadDescriptor>& out);
 
 enum class SendStatus {
   kSent,
@@ -64,7 +66,7 @@ bool ReceiveMessage(zmq::socket_t& socket, std::size_t max_frames, ReceivedMessa
 
 // zmq_poll, retried on EINTR; timeout < 0 waits forever. Returns the number
 // of ready items.
-int Poll(std::vector<zmq_pollitem_t>& items, std::chrono::milliseconds timeout);
+int Poll(std::span<zmq_pollitem_t> items, std::chrono::milliseconds timeout);
 
 // ZMTP heartbeats: PING every `interval`; the connection is closed when
 // nothing arrives for `timeout` after a PING; the peer is told (TTL) to close

@@ -1,12 +1,14 @@
 #include "rpc/internal/pending_calls.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace rlswarm::rpc::internal {
 
 void PendingCalls::Add(std::unique_ptr<CallRecord> call) {
   const std::uint64_t id = call->id;
-  deadlines_.emplace(call->deadline, id);
+  deadlines_.emplace_back(call->deadline, id);
+  std::push_heap(deadlines_.begin(), deadlines_.end(), std::greater<>());
   unsent_.push_back(id);
   calls_.emplace(id, std::move(call));
 }
@@ -16,8 +18,19 @@ std::unique_ptr<CallRecord> PendingCalls::Remove(std::uint64_t id) {
   if (it == calls_.end()) return nullptr;
   std::unique_ptr<CallRecord> call = std::move(it->second);
   calls_.erase(it);
-  deadlines_.erase({call->deadline, id});
+  if (deadlines_.size() > 2 * calls_.size() + 64) {
+    // Mostly completed calls: keep only the live entries (amortised O(1)).
+    std::erase_if(deadlines_, [this](const Deadline& d) { return !calls_.contains(d.second); });
+    std::make_heap(deadlines_.begin(), deadlines_.end(), std::greater<>());
+  }
   return call;
+}
+
+void PendingCalls::PruneDeadlines() const {
+  while (!deadlines_.empty() && !calls_.contains(deadlines_.front().second)) {
+    std::pop_heap(deadlines_.begin(), deadlines_.end(), std::greater<>());
+    deadlines_.pop_back();
+  }
 }
 
 CallRecord* PendingCalls::NextUnsent() {
@@ -55,11 +68,12 @@ void PendingCalls::Requeue(const std::vector<CallRecord*>& calls) {
 
 std::vector<std::unique_ptr<CallRecord>> PendingCalls::TakeExpired(Clock::time_point now) {
   std::vector<std::unique_ptr<CallRecord>> expired;
-  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
-    const std::uint64_t id = deadlines_.begin()->second;
-    deadlines_.erase(deadlines_.begin());
+  while (!deadlines_.empty() && deadlines_.front().first <= now) {
+    const std::uint64_t id = deadlines_.front().second;
+    std::pop_heap(deadlines_.begin(), deadlines_.end(), std::greater<>());
+    deadlines_.pop_back();
     auto it = calls_.find(id);
-    if (it == calls_.end()) continue;
+    if (it == calls_.end()) continue;  // completed since
     expired.push_back(std::move(it->second));
     calls_.erase(it);
   }
@@ -67,8 +81,9 @@ std::vector<std::unique_ptr<CallRecord>> PendingCalls::TakeExpired(Clock::time_p
 }
 
 std::optional<PendingCalls::Clock::time_point> PendingCalls::NextDeadline() const {
+  PruneDeadlines();
   if (deadlines_.empty()) return std::nullopt;
-  return deadlines_.begin()->first;
+  return deadlines_.front().first;
 }
 
 std::vector<std::unique_ptr<CallRecord>> PendingCalls::TakeAll() {

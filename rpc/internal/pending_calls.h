@@ -14,7 +14,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -62,10 +61,22 @@ class PendingCalls {
   std::optional<Clock::time_point> NextDeadline() const;
   std::vector<std::unique_ptr<CallRecord>> TakeAll();
   bool empty() const { return calls_.empty(); }
+  std::size_t size() const { return calls_.size(); }
+  // Entries in the deadline heap, live or not (for tests: bounded by about
+  // twice the pending calls).
+  std::size_t deadline_entries() const { return deadlines_.size(); }
 
  private:
+  using Deadline = std::pair<Clock::time_point, std::uint64_t>;
+  // Pops entries of calls that completed since (lazy deletion).
+  void PruneDeadlines() const;
+
   std::unordered_map<std::uint64_t, std::unique_ptr<CallRecord>> calls_;
-  std::set<std::pair<Clock::time_point, std::uint64_t>> deadlines_;
+  // A min-heap by deadline (std::greater): adding a call allocates nothing
+  // once the vector has grown. Remove leaves the entry behind; NextDeadline
+  // and TakeExpired drop such entries when they reach the top, and Remove
+  // rebuilds the heap when they outnumber the live ones.
+  mutable std::vector<Deadline> deadlines_;
   // Ids to send, oldest first; may hold ids of calls completed since
   // (skipped lazily).
   std::deque<std::uint64_t> unsent_;

@@ -26,14 +26,8 @@ bool ReplyChannel::Post(OutgoingReply&& reply) {
 OutgoingReply MakeReply(std::string identity, std::uint64_t request_id, StatusCode status,
                         std::string message, std::vector<Payload> payloads,
                         std::size_t max_error_bytes) {
-  Header header;
-  header.kind = MessageKind::kReply;
-  header.request_id = request_id;
-  header.status = status;
   if (message.size() > max_error_bytes) message.resize(max_error_bytes);
-  header.error_message = std::move(message);
-  header.payloads = Describe(payloads);
-  return {std::move(identity), EncodeHeader(header), std::move(payloads)};
+  return {std::move(identity), request_id, status, std::move(message), std::move(payloads)};
 }
 
 }  // namespace internal

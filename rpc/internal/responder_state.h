@@ -23,9 +23,13 @@
 namespace rlswarm::rpc::internal {
 
 // One reply, ready for the ROUTER: [identity][header][payload]...
+// A reply on its way to the I/O thread, which encodes its header when it
+// sends it (into buffers it keeps, so a reply allocates no header).
 struct OutgoingReply {
   std::string identity;
-  std::string header;  // EncodeHeader output
+  std::uint64_t request_id = 0;
+  StatusCode status = StatusCode::kOk;
+  std::string error_message;  // already cut to max_error_bytes
   std::vector<Payload> payloads;
 };
 
