@@ -1,6 +1,6 @@
 // rpc_bench: the rpc layer against raw ZeroMQ, measured in the same run.
 //
-//   rpc_bench [--json] [--seconds S] [--rounds N] [--cases REGEX]
+//   rpc_bench [--json] [--seconds S] [--rounds N] [--cases REGEX] [--pin]
 //             [--skip-broadcast] [--echo-on-workers] [--log-level L]
 //
 // Request/reply ("reqrep_<size>_k<in flight>", and "curve_reqrep_..." with
@@ -45,6 +45,7 @@
 #include <filesystem>
 #include <iostream>
 #include <regex>
+#include <thread>
 #include <tuple>
 
 #include "common/logging.h"
@@ -124,6 +125,10 @@ int main(int argc, char** argv) {
   app.add_option("--cases", cases, "Run only cases whose name matches this regex");
   app.add_flag("--skip-broadcast", skip_broadcast, "Skip the 50 MB broadcast case");
   app.add_option("--log-level", log_level, "rpc library log level (to stderr)");
+  bool pin = false;
+  app.add_flag("--pin", pin,
+               "Pin the measuring process (client) to CPU 0 and the server process to CPU 1, "
+               "for raw and rpc alike");
   app.add_flag("--echo-on-workers", echo_on_workers,
                "Run the rpc echo handler on worker threads, not the server's I/O thread");
   CLI11_PARSE(app, argc, argv);
@@ -135,8 +140,19 @@ int main(int argc, char** argv) {
   const double first_touch = FirstTouchGBPerSec();
   std::vector<Result> results;
   int status = 0;
+  if (pin && std::thread::hardware_concurrency() < 2) {
+    std::cerr << "rpc_bench: --pin needs 2 CPUs; running unpinned\n";
+    pin = false;
+  }
+  // Pinned, each process keeps all its threads (application and ZeroMQ I/O)
+  // on one CPU, as a deployment that pins its processes would; unpinned, the
+  // kernel places them, and on a 2-vCPU VM it often splits a process across
+  // both CPUs (see bench/README.md).
+  const std::string placement =
+      pin ? "pinned: client process on CPU 0, server process on CPU 1" : "unpinned";
   try {
-    ServerProcess child(keys, echo_on_workers);
+    ServerProcess child(keys, echo_on_workers, pin ? std::optional<int>(1) : std::nullopt);
+    if (pin && !PinToCpu(0)) throw rlswarm::Unavailable("cannot pin the client to CPU 0");
     zmq::context_t ctx(1);
     for (bool curve : {false, true}) {
       for (std::size_t bytes : {std::size_t{64}, std::size_t{64} << 10, std::size_t{1} << 20}) {
@@ -182,11 +198,13 @@ int main(int argc, char** argv) {
   }
   std::filesystem::remove_all(keys.dir);
   if (json) {
-    std::cout << ToJson(results, seconds, rounds, first_touch, echo_on_workers).dump(2) << "\n";
+    std::cout << ToJson(results, seconds, rounds, placement, first_touch, echo_on_workers).dump(2)
+              << "\n";
   } else {
     PrintTable(results);
     fmt::print("cpu: CPU us per call (broadcast: per broadcast) of both processes\n");
     fmt::print("baseline: first touch of fresh memory {:.2f} GB/s\n", first_touch);
+    fmt::print("placement: {}\n", placement);
   }
   return status;
 }

@@ -66,6 +66,10 @@ using CpuClock = std::function<double()>;  // CPU seconds used so far
 double MedianUs(std::vector<double> us);
 inline double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
+// Binds the calling thread, and every thread it creates from now on, to one
+// CPU. False (nothing changed) if the machine has no such CPU.
+bool PinToCpu(int cpu);
+
 // Same-run yardstick for the large-message cases: how fast this machine
 // hands out fresh memory (first touch of newly mapped pages), GB/s.
 double FirstTouchGBPerSec();
@@ -205,7 +209,8 @@ class ServerProcess {
  public:
   // `echo_on_workers`: the rpc echo handler runs on the server's worker
   // threads instead of its I/O thread.
-  ServerProcess(const CurveKeys& keys, bool echo_on_workers);
+  // `cpu`: pin the server process (all its threads) to this CPU.
+  ServerProcess(const CurveKeys& keys, bool echo_on_workers, std::optional<int> cpu);
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
   ~ServerProcess();  // closes the control pipe, waits up to 5 s, then SIGKILL
@@ -274,7 +279,7 @@ struct Result {
 
 std::string SizeName(std::size_t bytes);
 nlohmann::json ToJson(const std::vector<Result>& results, double seconds, int rounds,
-                      double first_touch, bool echo_on_workers);
+                      const std::string& placement, double first_touch, bool echo_on_workers);
 void PrintTable(const std::vector<Result>& results);
 
 }  // namespace rlswarm::bench

@@ -1,5 +1,6 @@
 // rpc_bench: measurement helpers, the control pipe, CURVE keys.
 
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -29,6 +30,14 @@ Measurement Sample::Summary() const {
   if (done <= 0 || seconds <= 0) throw rlswarm::Internal("no call completed while measuring");
   return {static_cast<double>(done) / seconds, MedianUs(latencies_us),
           cpu_seconds * 1e6 / static_cast<double>(done)};
+}
+
+bool PinToCpu(int cpu) {
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return ::sched_setaffinity(0, sizeof(set), &set) == 0;
 }
 
 double FirstTouchGBPerSec() {

@@ -166,7 +166,7 @@ class SubscriberGroup {
 
 }  // namespace
 
-ServerProcess::ServerProcess(const CurveKeys& keys, bool echo_on_workers) {
+ServerProcess::ServerProcess(const CurveKeys& keys, bool echo_on_workers, std::optional<int> cpu) {
   int control[2], report[2];
   if (::pipe(control) != 0 || ::pipe(report) != 0) throw rlswarm::Unavailable("pipe failed");
   std::cout.flush();
@@ -174,6 +174,8 @@ ServerProcess::ServerProcess(const CurveKeys& keys, bool echo_on_workers) {
   pid_ = ::fork();
   if (pid_ < 0) throw rlswarm::Unavailable("fork failed");
   if (pid_ == 0) {
+    if (cpu && !PinToCpu(*cpu))
+      std::cerr << "rpc_bench: cannot pin the server to CPU " << *cpu << "\n";
     ::close(control[1]);
     ::close(report[0]);
     RunServerProcess(control[0], report[1], keys, echo_on_workers);

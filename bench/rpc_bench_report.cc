@@ -13,7 +13,7 @@ std::string SizeName(std::size_t bytes) {
 }
 
 nlohmann::json ToJson(const std::vector<Result>& results, double seconds, int rounds,
-                      double first_touch, bool echo_on_workers) {
+                      const std::string& placement, double first_touch, bool echo_on_workers) {
   auto figure = [](const std::optional<Measurement>& m, double Measurement::*field) {
     return m ? nlohmann::json(m.value().*field) : nlohmann::json(nullptr);
   };
@@ -35,6 +35,7 @@ nlohmann::json ToJson(const std::vector<Result>& results, double seconds, int ro
           {"baseline", {{"first_touch_GB_per_sec", first_touch}}},
           {"seconds_per_case", seconds},
           {"rounds_per_case", rounds},
+          {"placement", placement},
           {"rpc_echo_handler", echo_on_workers ? "worker threads" : "server I/O thread"},
           {"server", "separate process (fork), tcp://127.0.0.1"}};
 }
