@@ -193,20 +193,27 @@ bool Client::Impl::TryInvokeDirect(std::unique_ptr<CallRecord>& call,
     return false;
   }
   pending_.Add(std::move(call));
-  SendUnsent();
   direct_calls_.fetch_add(1, std::memory_order_relaxed);
-  // Wait for the reply on the socket. Anything that needs the I/O thread
-  // (a posted call, a connection event) makes this thread step back; the
-  // call stays pending and the I/O thread completes it as for Call.
-  std::array<zmq_pollitem_t, 3> items = {{{connection_->dealer().handle(), 0, ZMQ_POLLIN, 0},
-                                          {nullptr, mailbox_.wake_fd(), ZMQ_POLLIN, 0},
-                                          {nullptr, connection_->monitor_fd(), ZMQ_POLLIN, 0}}};
-  while (!finished.load(std::memory_order_acquire)) {
-    ExpireDeadlines();
-    if (finished.load(std::memory_order_acquire) || pending_.NextUnsent() != nullptr) break;
-    internal::Poll(items, PollTimeout(Clock::now()));
-    if ((items[0].revents & ZMQ_POLLIN) != 0) ReceiveReplies();
-    if ((items[1].revents | items[2].revents) != 0 || mailbox_.HasItems()) break;
+  // From here on the call is pending: whatever happens, this thread only
+  // steps back and the I/O thread completes it (Invoke waits for that; its
+  // outcome lives on its stack, so nothing may leave this with an exception).
+  try {
+    SendUnsent();
+    // Wait for the reply on the socket. Anything that needs the I/O thread
+    // (a posted call, a connection event) makes this thread step back; the
+    // call stays pending and the I/O thread completes it as for Call.
+    std::array<zmq_pollitem_t, 3> items = {{{connection_->dealer().handle(), 0, ZMQ_POLLIN, 0},
+                                            {nullptr, mailbox_.wake_fd(), ZMQ_POLLIN, 0},
+                                            {nullptr, connection_->monitor_fd(), ZMQ_POLLIN, 0}}};
+    while (!finished.load(std::memory_order_acquire)) {
+      ExpireDeadlines();
+      if (finished.load(std::memory_order_acquire) || pending_.NextUnsent() != nullptr) break;
+      internal::Poll(items, PollTimeout(Clock::now()));
+      if ((items[0].revents & ZMQ_POLLIN) != 0) ReceiveReplies();
+      if ((items[1].revents | items[2].revents) != 0 || mailbox_.HasItems()) break;
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("{}: Invoke: {}; the I/O thread takes the call over", options_.name, e.what());
   }
   lock.unlock();
   if (!finished.load(std::memory_order_acquire)) mailbox_.Wake();
