@@ -47,6 +47,7 @@
 #include <regex>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 
 #include "common/logging.h"
 
@@ -54,25 +55,15 @@ namespace {
 
 using namespace rlswarm::bench;
 
-// Runs `f`; on failure reports the error and leaves the figure empty.
+// Runs `f`; on failure reports the error and returns nothing (the figure,
+// or the side, stays empty).
 template <class F>
-std::optional<Measurement> Try(const std::string& what, F&& f) {
+std::optional<std::invoke_result_t<F>> Try(const std::string& what, F&& f) {
   try {
     return f();
   } catch (const std::exception& e) {
     std::cerr << "rpc_bench: " << what << " failed: " << e.what() << "\n";
     return std::nullopt;
-  }
-}
-
-// Runs `make`; on failure reports the error and returns nullptr.
-template <class F>
-std::unique_ptr<RequestReplySide> TrySide(const std::string& what, F&& make) {
-  try {
-    return make();
-  } catch (const std::exception& e) {
-    std::cerr << "rpc_bench: " << what << " failed: " << e.what() << "\n";
-    return nullptr;
   }
 }
 
@@ -171,14 +162,13 @@ int main(int argc, char** argv) {
           r.api = api;
           const CurveKeys* k = curve ? &keys : nullptr;
           const int n = in_flight;
-          std::unique_ptr<RequestReplySide> raw =
-              TrySide(r.name + " raw", [&] { return RawRequestReply(ctx, child, bytes, n, k); });
-          std::unique_ptr<RequestReplySide> rpc;
+          auto raw = Try(r.name + " raw", [&] { return RawRequestReply(ctx, child, bytes, n, k); });
+          std::optional<std::unique_ptr<RequestReplySide>> rpc;
           if (child.rpc(curve)) {
-            rpc =
-                TrySide(r.name + " rpc", [&] { return RpcRequestReply(child, bytes, n, api, k); });
+            rpc = Try(r.name + " rpc", [&] { return RpcRequestReply(child, bytes, n, api, k); });
           }
-          MeasureAlternately(r, raw.get(), rpc.get(), seconds, rounds);
+          MeasureAlternately(r, raw ? raw->get() : nullptr, rpc ? rpc->get() : nullptr, seconds,
+                             rounds);
           results.push_back(std::move(r));
         }
       }
