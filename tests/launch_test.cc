@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -38,6 +39,10 @@ class LaunchTest : public ::testing::Test {
   static Json ReadJson(const fs::path& path) {
     std::ifstream in(path);
     return Json::parse(in);
+  }
+  static std::string ReadText(const fs::path& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
   }
   // The last value of `tag` in the run's scalars.jsonl, or -1.
   static double LastScalar(const fs::path& run, const std::string& tag) {
@@ -121,7 +126,11 @@ TEST_F(LaunchTest, EmbeddedCartPoleIsSolvedAndTheRunDirectoryHoldsEverything) {
   const std::string out = evaluate->Log();
   const Json evaluation = Json::parse(out.substr(out.rfind("{\"")));
   EXPECT_DOUBLE_EQ(evaluation["mean_return"].get<double>(),
-                   summary["best_eval_mean_return"].get<double>());
+                   summary["best_eval_mean_return"].get<double>())
+      << "the run's evaluations:\n"
+      << ReadText(run / "evaluations.jsonl") << "evaluate:\n"
+      << out << "\nthe run:\n"
+      << launch->Log();
 
   // The learning curves can be drawn.
   auto plot = std::make_unique<ChildProcess>(
