@@ -22,9 +22,9 @@
 
 namespace rlswarm::rpc::internal {
 
-// One reply, ready for the ROUTER: [identity][header][payload]...
-// A reply on its way to the I/O thread, which encodes its header when it
-// sends it (into buffers it keeps, so a reply allocates no header).
+// One reply on its way to the I/O thread, which sends it to the ROUTER as
+// [identity][header][payload]... and encodes the header only then (into
+// buffers it keeps, so a reply allocates no header).
 struct OutgoingReply {
   std::string identity;
   std::uint64_t request_id = 0;
