@@ -45,6 +45,13 @@ const char* RpcApiName(RpcApi api) {
 
 namespace {
 
+// Throws Internal unless `reply` is the echo of one `bytes`-byte payload.
+void CheckEcho(const rpc::Reply& reply, std::size_t bytes) {
+  if (reply.payloads.size() != 1 || reply.payloads[0].bytes().size() != bytes) {
+    throw rlswarm::Internal("rpc echo: wrong reply");
+  }
+}
+
 // Keeps `in_flight` CallAsync calls outstanding for `seconds`: each
 // completion, on the client's I/O thread, records its round trip and starts
 // the next call. The measuring thread only sleeps.
@@ -63,8 +70,12 @@ Sample RunCallbackPipeline(rpc::Client& client, const rpc::Payload& payload, std
   std::function<void()> start_one = [&] {
     const auto sent = Clock::now();
     client.CallAsync("echo", {payload}, {}, [&, sent](rpc::Reply* reply, std::exception_ptr error) {
-      if (!error && (reply->payloads.size() != 1 || reply->payloads[0].bytes().size() != bytes)) {
-        error = std::make_exception_ptr(rlswarm::Internal("rpc echo: wrong reply"));
+      if (!error) {
+        try {
+          CheckEcho(*reply, bytes);
+        } catch (...) {
+          error = std::current_exception();
+        }
       }
       if (!error && p.measuring.load(std::memory_order_relaxed)) {
         p.latencies_us.push_back(Us(Clock::now() - sent));
@@ -122,11 +133,7 @@ class RpcSide final : public RequestReplySide {
 
   Sample Run(double seconds) override {
     const CpuClock cpu = [&] { return server_.CpuSeconds(); };
-    const auto check = [this](const rpc::Reply& reply) {
-      if (reply.payloads.size() != 1 || reply.payloads[0].bytes().size() != bytes_) {
-        throw rlswarm::Internal("rpc echo: wrong reply");
-      }
-    };
+    const auto check = [this](const rpc::Reply& reply) { CheckEcho(reply, bytes_); };
     switch (api_) {
       case RpcApi::kInvoke:
         // One call at a time: the caller waits anyway, so it uses Invoke

@@ -1,6 +1,6 @@
 #include "rpc/wire.h"
 
-#include <limits>
+#include <algorithm>
 #include <msgpack.hpp>
 
 namespace rlswarm::rpc {

@@ -60,19 +60,18 @@ std::span<const std::byte> FrameBytes(const zmq::message_t& frame) {
   return {static_cast<const std::byte*>(frame.data()), frame.size()};
 }
 
-std::vector<PayloadDescriptor> Describe(const std::vector<Payload>& payloads) {
-  std::vector<PayloadDescriptor> descriptors;
-  descriptors.reserve(payloads.size());
-  for (const Payload& p : payloads) descriptors.push_back({p.dtype(), p.shape()});
-  return descriptors;
-}
-
 void DescribeInto(const std::vector<Payload>& payloads, std::vector<PayloadDescriptor>& out) {
   out.resize(payloads.size());
   for (std::size_t i = 0; i < payloads.size(); ++i) {
     out[i].dtype = payloads[i].dtype();
     out[i].shape.assign(payloads[i].shape().begin(), payloads[i].shape().end());
   }
+}
+
+std::vector<PayloadDescriptor> Describe(const std::vector<Payload>& payloads) {
+  std::vector<PayloadDescriptor> descriptors;
+  DescribeInto(payloads, descriptors);
+  return descriptors;
 }
 
 SendStatus SendMessage(zmq::socket_t& socket, std::vector<zmq::message_t>& frames) {

@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "rpc/internal/frames.h"
 #include "rpc/internal/responder_state.h"
 
 namespace rlswarm::rpc {
