@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "rpc/internal/frames.h"
 #include "rpc/internal/header_peek.h"
 #include "rpc/internal/responder_state.h"
+#include "rpc/internal/socket_waiter.h"
 #include "rpc/internal/status_exceptions.h"
 #include "rpc/internal/worker_pool.h"
 #include "rpc/internal/zmq_security.h"
@@ -25,8 +27,9 @@ using Clock = std::chrono::steady_clock;
 // Replies still queued when the ROUTER closes get this long to leave. The
 // process context is never terminated, so linger never blocks anything.
 constexpr int kLingerMs = 100;
-// Requests read per poll round before the queued replies are sent, so a
-// flood of requests cannot starve the replies.
+// Requests read per round before the loop looks at its wake-up descriptor
+// again, so a flood of requests cannot starve the mailbox. (Queued replies,
+// the workers' too, go out after every request.)
 constexpr int kRequestsPerRound = 256;
 // Longer client timeouts are treated as this (keeps time_point arithmetic
 // far from overflow).
@@ -73,6 +76,13 @@ class Server::Impl {
   };
 
   void IoLoop();
+  // Receives and handles requests until none is left (or a round's worth),
+  // sending each one's queued replies before the next receive.
+  void ReceiveRequests(internal::ReceivedMessage& message,
+                       std::vector<internal::OutgoingReply>& replies,
+                       internal::SocketWaiter& router_waiter);
+  void SendQueuedReplies(std::vector<internal::OutgoingReply>& replies,
+                         internal::SocketWaiter& router_waiter);
   void HandleRequest(internal::ReceivedMessage& message);
   void RejectMalformed(const std::string& identity, std::optional<std::uint64_t> request_id,
                        const std::string& reason);
@@ -199,33 +209,30 @@ ServerStats Server::Impl::stats() const {
 
 void Server::Impl::IoLoop() {
   channel_->ServeOnThisThread();
-  const std::size_t max_frames = options_.limits.max_payloads + 2;
   internal::ReceivedMessage message;
   std::vector<internal::OutgoingReply> replies;  // reused: no allocation per round
-  std::vector<zmq_pollitem_t> items = {{router_.handle(), 0, ZMQ_POLLIN, 0},
-                                       {nullptr, channel_->mailbox.wake_fd(), ZMQ_POLLIN, 0}};
+  internal::SocketWaiter router_waiter(router_);
+  std::array<pollfd, 1> wake = {{{channel_->mailbox.wake_fd(), POLLIN, 0}}};
   while (!stop_io_.load()) {
     try {
-      internal::Poll(items, std::chrono::milliseconds(-1));
-      if ((items[1].revents & ZMQ_POLLIN) != 0) channel_->mailbox.ConsumeWake();
-      // Only a ready socket is read: a receive that finds nothing costs
-      // libzmq a command check (syscalls) for nothing.
-      if ((items[0].revents & ZMQ_POLLIN) != 0) {
+      const bool maybe_requests =
+          router_waiter.Wait(ZMQ_POLLIN, wake, std::chrono::milliseconds(-1));
+      if ((wake[0].revents & POLLIN) != 0) channel_->mailbox.ConsumeWake();
+      // Only a socket that may hold requests is read: a receive that finds
+      // nothing costs libzmq a command check (syscalls) for nothing.
+      if (maybe_requests) {
         try {
-          for (int i = 0; i < kRequestsPerRound; ++i) {
-            if (!internal::ReceiveMessage(router_, max_frames, message)) break;
-            HandleRequest(message);
-          }
+          ReceiveRequests(message, replies, router_waiter);
         } catch (const std::exception& e) {
           // Replies queued by I/O-thread handlers carry no wake-up: they
           // must still be sent below, before this thread sleeps again.
+          router_waiter.MarkUsed();
           spdlog::error("{}: I/O loop: {}", options_.name, e.what());
         }
       }
-      channel_->mailbox.Take(replies);
-      for (internal::OutgoingReply& reply : replies) SendReply(reply);
-      replies.clear();  // frees the sent payloads now, keeps the capacity
+      SendQueuedReplies(replies, router_waiter);
     } catch (const std::exception& e) {
+      router_waiter.MarkUsed();
       spdlog::error("{}: I/O loop: {}", options_.name, e.what());
     }
   }
@@ -237,6 +244,33 @@ void Server::Impl::IoLoop() {
     spdlog::error("{}: sending the last replies: {}", options_.name, e.what());
   }
   router_.close();
+}
+
+void Server::Impl::ReceiveRequests(internal::ReceivedMessage& message,
+                                   std::vector<internal::OutgoingReply>& replies,
+                                   internal::SocketWaiter& router_waiter) {
+  const std::size_t max_frames = options_.limits.max_payloads + 2;
+  for (int i = 0; i < kRequestsPerRound; ++i) {
+    if (!internal::ReceiveMessage(router_, max_frames, message)) {
+      router_waiter.MarkEmpty();
+      return;
+    }
+    router_waiter.MarkUsed();
+    HandleRequest(message);
+    // The replies of I/O-thread handlers go out before the next receive, so
+    // that a receive finding nothing is the last thing done on the socket
+    // and the loop can sleep on ZMQ_FD alone (see SocketWaiter).
+    SendQueuedReplies(replies, router_waiter);
+  }
+}
+
+void Server::Impl::SendQueuedReplies(std::vector<internal::OutgoingReply>& replies,
+                                     internal::SocketWaiter& router_waiter) {
+  channel_->mailbox.Take(replies);
+  if (replies.empty()) return;
+  router_waiter.MarkUsed();
+  for (internal::OutgoingReply& reply : replies) SendReply(reply);
+  replies.clear();  // frees the sent payloads now, keeps the capacity
 }
 
 void Server::Impl::HandleRequest(internal::ReceivedMessage& message) {

@@ -18,6 +18,7 @@ constexpr int kWatchedEvents =
 
 ClientConnection::ClientConnection(const ClientOptions& options)
     : dealer_(ProcessContext(), zmq::socket_type::dealer),
+      dealer_waiter_(dealer_),
       monitor_(ProcessContext(), zmq::socket_type::pair) {
   dealer_.set(zmq::sockopt::linger, 0);  // the client tracks every call itself
   monitor_.set(zmq::sockopt::linger, 0);

@@ -16,6 +16,7 @@
 #include <zmq.hpp>
 
 #include "rpc/client.h"
+#include "rpc/internal/socket_waiter.h"
 
 namespace rlswarm::rpc::internal {
 
@@ -34,6 +35,9 @@ class ClientConnection {
   ClientConnection& operator=(const ClientConnection&) = delete;
 
   zmq::socket_t& dealer() { return dealer_; }
+  // How to sleep until the DEALER has a message; every use of dealer() is
+  // reported to it (see SocketWaiter).
+  SocketWaiter& dealer_waiter() { return dealer_waiter_; }
   zmq::socket_t& monitor() { return monitor_; }
   // The monitor's ZMQ_FD, for zmq_poll as a plain descriptor. It is
   // edge-like (readable when commands reach the socket), so whoever sees it
@@ -52,6 +56,7 @@ class ClientConnection {
 
  private:
   zmq::socket_t dealer_;
+  SocketWaiter dealer_waiter_;
   zmq::socket_t monitor_;  // PAIR receiving dealer_'s monitor events
   int monitor_fd_ = -1;
   bool handshake_succeeded_ = false;
