@@ -2,9 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include <array>
 #include <atomic>
+#include <cstring>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <zmq.hpp>
@@ -14,7 +15,6 @@
 #include "rpc/internal/frames.h"
 #include "rpc/internal/header_peek.h"
 #include "rpc/internal/responder_state.h"
-#include "rpc/internal/socket_waiter.h"
 #include "rpc/internal/status_exceptions.h"
 #include "rpc/internal/worker_pool.h"
 #include "rpc/internal/zmq_security.h"
@@ -27,16 +27,45 @@ using Clock = std::chrono::steady_clock;
 // Replies still queued when the ROUTER closes get this long to leave. The
 // process context is never terminated, so linger never blocks anything.
 constexpr int kLingerMs = 100;
-// Requests read per round before the loop looks at its wake-up descriptor
-// again, so a flood of requests cannot starve the mailbox. (Queued replies,
-// the workers' too, go out after every request.)
-constexpr int kRequestsPerRound = 256;
+// The routing id of the server's own wake-up socket (see WakeSocket).
+constexpr std::string_view kWakeRoutingId = "rlswarm-server-wake";
 // Longer client timeouts are treated as this (keeps time_point arithmetic
 // far from overflow).
 constexpr std::int64_t kMaxTimeoutMs = 365LL * 24 * 3600 * 1000;
 
 // Logs the first few occurrences of a repeated problem, then every power of two.
 bool ShouldLog(std::uint64_t count) { return count <= 10 || (count & (count - 1)) == 0; }
+
+// Wakes the server's I/O thread, which sleeps inside ZeroMQ's receive on the
+// ROUTER (one poll(2), as a raw ZeroMQ server does; see IoLoop): an empty
+// message from an inproc DEALER connected to the ROUTER. It connects before
+// the ROUTER binds its public endpoint, and a ROUTER refuses a second peer
+// with a routing id it already has, so no remote peer can pose as it.
+// Thread-safety: Wake from any thread (a mutex guards the socket).
+class WakeSocket {
+ public:
+  explicit WakeSocket(const std::string& inproc_endpoint)
+      : dealer_(internal::ProcessContext(), zmq::socket_type::dealer) {
+    dealer_.set(zmq::sockopt::linger, 0);
+    dealer_.set(zmq::sockopt::routing_id, zmq::buffer(kWakeRoutingId));
+    dealer_.connect(inproc_endpoint);
+  }
+
+  // Never blocks or throws: the mailbox coalesces wake-ups, so at most a
+  // couple are ever queued; once the ROUTER is closed they go nowhere.
+  void Wake() noexcept {
+    std::lock_guard lock(mu_);
+    try {
+      (void)dealer_.send(zmq::message_t(), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t& e) {
+      spdlog::error("rpc server wake-up: {}", e.what());
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  zmq::socket_t dealer_;  // guarded by mu_
+};
 
 }  // namespace
 
@@ -76,13 +105,8 @@ class Server::Impl {
   };
 
   void IoLoop();
-  // Receives and handles requests until none is left (or a round's worth),
-  // sending each one's queued replies before the next receive.
-  void ReceiveRequests(internal::ReceivedMessage& message,
-                       std::vector<internal::OutgoingReply>& replies,
-                       internal::SocketWaiter& router_waiter);
-  void SendQueuedReplies(std::vector<internal::OutgoingReply>& replies,
-                         internal::SocketWaiter& router_waiter);
+  // Whether `message` is the wake-up socket's (see WakeSocket).
+  bool IsWakeUp(const internal::ReceivedMessage& message) const;
   void HandleRequest(internal::ReceivedMessage& message);
   void RejectMalformed(const std::string& identity, std::optional<std::uint64_t> request_id,
                        const std::string& reason);
@@ -152,6 +176,10 @@ void Server::Impl::Start() {
   internal::SetHeartbeats(router, options_.heartbeat_interval, options_.heartbeat_timeout);
   std::unique_ptr<internal::ZapDomain> zap_domain =
       internal::ConfigureCurveServer(router, options_.security);
+  // The wake-up socket is the ROUTER's first peer (see WakeSocket).
+  const std::string wake_endpoint = internal::UniqueInprocEndpoint("rpc-server-wake");
+  router.bind(wake_endpoint);
+  auto wake_socket = std::make_shared<WakeSocket>(wake_endpoint);
   try {
     router.bind(options_.endpoint);
   } catch (const zmq::error_t& e) {
@@ -159,8 +187,9 @@ void Server::Impl::Start() {
   }
   endpoint_ = router.get(zmq::sockopt::last_endpoint);
 
-  channel_ =
-      std::make_shared<internal::ReplyChannel>(options_.name, options_.limits.max_error_bytes);
+  channel_ = std::make_shared<internal::ReplyChannel>(
+      options_.name, options_.limits.max_error_bytes,
+      [wake_socket = std::move(wake_socket)] { wake_socket->Wake(); });
   router_ = std::move(router);
   zap_domain_ = std::move(zap_domain);
   workers_ =
@@ -209,30 +238,32 @@ ServerStats Server::Impl::stats() const {
 
 void Server::Impl::IoLoop() {
   channel_->ServeOnThisThread();
+  const std::size_t max_frames = options_.limits.max_payloads + 2;
   internal::ReceivedMessage message;
   std::vector<internal::OutgoingReply> replies;  // reused: no allocation per round
-  internal::SocketWaiter router_waiter(router_);
-  std::array<pollfd, 1> wake = {{{channel_->mailbox.wake_fd(), POLLIN, 0}}};
   while (!stop_io_.load()) {
     try {
-      const bool maybe_requests =
-          router_waiter.Wait(ZMQ_POLLIN, wake, std::chrono::milliseconds(-1));
-      if ((wake[0].revents & POLLIN) != 0) channel_->mailbox.ConsumeWake();
-      // Only a socket that may hold requests is read: a receive that finds
-      // nothing costs libzmq a command check (syscalls) for nothing.
-      if (maybe_requests) {
+      // Sleeps inside ZeroMQ's receive, which arms the ROUTER's pipes and
+      // waits on libzmq's own descriptor in one poll(2), as a raw ZeroMQ
+      // server's blocking receive does; zmq_poll (or a poll on ZMQ_FD)
+      // would cost two more system calls per request. Replies posted by
+      // other threads wake it with a message (see WakeSocket).
+      if (internal::ReceiveMessage(router_, max_frames, message, /*wait=*/true) &&
+          !IsWakeUp(message)) {
         try {
-          ReceiveRequests(message, replies, router_waiter);
+          HandleRequest(message);
         } catch (const std::exception& e) {
-          // Replies queued by I/O-thread handlers carry no wake-up: they
-          // must still be sent below, before this thread sleeps again.
-          router_waiter.MarkUsed();
+          // The replies already queued must still be sent below.
           spdlog::error("{}: I/O loop: {}", options_.name, e.what());
         }
       }
-      SendQueuedReplies(replies, router_waiter);
+      // Every round, so replies (an inline handler's, the workers') go out
+      // before the next request is read, and a flood of requests cannot
+      // starve the workers' replies.
+      channel_->mailbox.Take(replies);
+      for (internal::OutgoingReply& reply : replies) SendReply(reply);
+      replies.clear();  // frees the sent payloads now, keeps the capacity
     } catch (const std::exception& e) {
-      router_waiter.MarkUsed();
       spdlog::error("{}: I/O loop: {}", options_.name, e.what());
     }
   }
@@ -246,31 +277,9 @@ void Server::Impl::IoLoop() {
   router_.close();
 }
 
-void Server::Impl::ReceiveRequests(internal::ReceivedMessage& message,
-                                   std::vector<internal::OutgoingReply>& replies,
-                                   internal::SocketWaiter& router_waiter) {
-  const std::size_t max_frames = options_.limits.max_payloads + 2;
-  for (int i = 0; i < kRequestsPerRound; ++i) {
-    if (!internal::ReceiveMessage(router_, max_frames, message)) {
-      router_waiter.MarkEmpty();
-      return;
-    }
-    router_waiter.MarkUsed();
-    HandleRequest(message);
-    // The replies of I/O-thread handlers go out before the next receive, so
-    // that a receive finding nothing is the last thing done on the socket
-    // and the loop can sleep on ZMQ_FD alone (see SocketWaiter).
-    SendQueuedReplies(replies, router_waiter);
-  }
-}
-
-void Server::Impl::SendQueuedReplies(std::vector<internal::OutgoingReply>& replies,
-                                     internal::SocketWaiter& router_waiter) {
-  channel_->mailbox.Take(replies);
-  if (replies.empty()) return;
-  router_waiter.MarkUsed();
-  for (internal::OutgoingReply& reply : replies) SendReply(reply);
-  replies.clear();  // frees the sent payloads now, keeps the capacity
+bool Server::Impl::IsWakeUp(const internal::ReceivedMessage& message) const {
+  return !message.frames.empty() && message.frames[0].size() == kWakeRoutingId.size() &&
+         std::memcmp(message.frames[0].data(), kWakeRoutingId.data(), kWakeRoutingId.size()) == 0;
 }
 
 void Server::Impl::HandleRequest(internal::ReceivedMessage& message) {

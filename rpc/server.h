@@ -8,13 +8,17 @@
 // registered handler. A handler answers through its Responder, at once or
 // later from any thread (deferred reply: e.g. replay holds a sample request
 // until its rate limiter allows it, without blocking any worker). Replies go
-// back to the I/O thread through a mutex-protected queue plus an eventfd
-// wake-up; the I/O thread is the only one that touches the ROUTER.
+// back to the I/O thread through a mutex-protected queue; the I/O thread is
+// the only one that touches the ROUTER. It sleeps inside ZeroMQ's blocking
+// receive (one poll(2) per request, as a raw ZeroMQ server), and a reply
+// posted from another thread wakes it with an empty message from an inproc
+// socket connected to the ROUTER under a reserved routing id
+// ("rlswarm-server-wake"; a remote peer cannot take it).
 //
 // A handler registered with HandlerOptions::run_on_io_thread skips the
 // worker queue: it runs on the I/O thread as soon as its request is decoded,
-// and a reply it makes there is sent in the same poll round without any
-// thread hand-over (two thread wake-ups fewer per call). For cheap,
+// and a reply it makes there is sent before the next request is read,
+// without any thread hand-over (two thread wake-ups fewer per call). For cheap,
 // non-blocking handlers only (replay's insert and sample: they reply at once
 // or keep the Responder for a deferred reply); while one runs, no other
 // request is read and no reply is sent.

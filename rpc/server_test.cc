@@ -550,6 +550,23 @@ TEST_F(BadInputTest, TooManyFramesAndReplyKindGetInvalidArgument) {
   ExpectServerStillServes();
 }
 
+TEST_F(BadInputTest, APeerTakingTheWakeUpSocketsRoutingIdIsIgnored) {
+  // The server's I/O thread is woken (for the workers' replies) by a
+  // message from its own inproc socket with this routing id; the ROUTER
+  // refuses a second peer with the same id, so an impostor gets nothing
+  // and the workers' replies still reach everyone else.
+  zmq::socket_t impostor(context_, zmq::socket_type::dealer);
+  impostor.set(zmq::sockopt::linger, 0);
+  impostor.set(zmq::sockopt::routing_id, "rlswarm-server-wake");
+  impostor.connect(server_->endpoint());
+  const std::string header = RequestHeader(11, "echo", {});
+  impostor.send(zmq::buffer(header), zmq::send_flags::none);
+  std::vector<zmq_pollitem_t> items = {{impostor.handle(), 0, ZMQ_POLLIN, 0}};
+  EXPECT_EQ(zmq::poll(items, 300ms), 0);
+  ExpectServerStillServes();
+  ExpectServerStillServes();
+}
+
 TEST_F(BadInputTest, OversizedMessageDropsOnlyThatConnection) {
   zmq::socket_t monitor(context_, zmq::socket_type::pair);
   monitor.set(zmq::sockopt::linger, 0);

@@ -96,11 +96,19 @@ SendStatus SendMessage(zmq::socket_t& socket, std::vector<zmq::message_t>& frame
   return SendStatus::kSent;
 }
 
-bool ReceiveMessage(zmq::socket_t& socket, std::size_t max_frames, ReceivedMessage& message) {
+bool ReceiveMessage(zmq::socket_t& socket, std::size_t max_frames, ReceivedMessage& message,
+                    bool wait) {
   message.frames.clear();
   message.too_many_frames = false;
   zmq::message_t frame;
-  if (!socket.recv(frame, zmq::recv_flags::dontwait)) return false;
+  try {
+    if (!socket.recv(frame, wait ? zmq::recv_flags::none : zmq::recv_flags::dontwait)) {
+      return false;
+    }
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EINTR) return false;
+    throw;
+  }
   while (true) {
     const bool more = frame.more();
     if (message.frames.size() < max_frames) {

@@ -57,12 +57,15 @@ SendStatus SendMessage(zmq::socket_t& socket, std::vector<zmq::message_t>& frame
 // Receives one whole multipart message if one is waiting (returns false if
 // none). Keeps at most `max_frames` frames; the rest are received and
 // discarded, and `too_many_frames` says so, so a peer sending a million
-// empty frames costs no memory.
+// empty frames costs no memory. With `wait`, it first waits inside
+// ZeroMQ's receive, up to the socket's ZMQ_RCVTIMEO, for a message (false
+// if none came, or a signal interrupted the wait).
 struct ReceivedMessage {
   std::vector<zmq::message_t> frames;
   bool too_many_frames = false;
 };
-bool ReceiveMessage(zmq::socket_t& socket, std::size_t max_frames, ReceivedMessage& message);
+bool ReceiveMessage(zmq::socket_t& socket, std::size_t max_frames, ReceivedMessage& message,
+                    bool wait = false);
 
 // zmq_poll, retried on EINTR; timeout < 0 waits forever. Returns the number
 // of ready items.

@@ -1,11 +1,13 @@
 #pragma once
 
 // Internal: how other threads hand work to an I/O thread that sleeps in
-// zmq_poll. Items travel through a mutex-protected vector (so every hand-over
+// poll. Items travel through a mutex-protected vector (so every hand-over
 // is a plain happens-before edge, visible to ThreadSanitizer); an eventfd
-// only wakes the poll (zmq_poll watches plain file descriptors too). Wake-ups
-// are coalesced: at most one signal is in flight until the I/O thread takes
-// the items.
+// only wakes the poll. An owner whose I/O thread sleeps somewhere else gives
+// the mailbox its own wake-up function instead (the server's I/O thread
+// sleeps inside ZeroMQ's receive and is woken by a message, see server.cc).
+// Wake-ups are coalesced: at most one signal is in flight until the I/O
+// thread takes the items.
 //
 // Why an eventfd and not an inproc PUSH/PULL pair: a ZeroMQ signal costs a
 // message allocation, a pipe write, a command to the receiving socket and a
@@ -15,8 +17,10 @@
 // Thread-safety: Post and Wake from any thread. PostFromOwner, wake_fd,
 // ConsumeWake, Take and Close only from the I/O thread (or after it has been
 // joined). The eventfd lives as long as the Mailbox, so a Post that races
-// with Close still writes to a valid descriptor.
+// with Close still writes to a valid descriptor; a wake-up function must
+// stay callable as long, from any thread, and must not throw.
 
+#include <functional>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -42,7 +46,9 @@ class EventFd {
 template <class T>
 class Mailbox {
  public:
-  Mailbox() = default;
+  // `wake`, if given, replaces the eventfd signal (wake_fd then never
+  // becomes readable).
+  explicit Mailbox(std::function<void()> wake = {}) : wake_function_(std::move(wake)) {}
 
   // Queues `item` and wakes the I/O thread. Returns false, leaving `item`
   // untouched, once the mailbox is closed.
@@ -54,7 +60,7 @@ class Mailbox {
       items_.push_back(std::move(item));
       signal = !std::exchange(signalled_, true);
     }
-    if (signal) wake_.Signal();  // outside the lock: the woken thread takes it at once
+    if (signal) Signal();  // outside the lock: the woken thread takes it at once
     return true;
   }
 
@@ -74,7 +80,7 @@ class Mailbox {
       if (closed_) return;
       signalled_ = true;
     }
-    wake_.Signal();
+    Signal();
   }
 
   // Whether items wait to be taken (any thread).
@@ -118,6 +124,15 @@ class Mailbox {
   }
 
  private:
+  void Signal() {
+    if (wake_function_) {
+      wake_function_();
+    } else {
+      wake_.Signal();
+    }
+  }
+
+  const std::function<void()> wake_function_;
   EventFd wake_;
   std::mutex mutex_;
   std::vector<T> items_;    // guarded by mutex_

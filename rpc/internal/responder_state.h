@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,8 +41,10 @@ OutgoingReply MakeReply(std::string identity, std::uint64_t request_id, StatusCo
                         std::size_t max_error_bytes);
 
 struct ReplyChannel {
-  ReplyChannel(std::string name, std::size_t error_bytes)
-      : server_name(std::move(name)), max_error_bytes(error_bytes) {}
+  // `wake` wakes the I/O thread when a reply is posted from another thread
+  // (see Mailbox).
+  ReplyChannel(std::string name, std::size_t error_bytes, std::function<void()> wake)
+      : server_name(std::move(name)), max_error_bytes(error_bytes), mailbox(std::move(wake)) {}
 
   // The server's I/O thread calls this once before serving: replies made on
   // that thread (inline handlers) are then queued without a wake-up.
