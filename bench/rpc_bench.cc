@@ -1,14 +1,17 @@
 // rpc_bench: the rpc layer against raw ZeroMQ, measured in the same run.
 //
 //   rpc_bench [--json] [--seconds S] [--rounds N] [--cases REGEX] [--pin]
-//             [--skip-broadcast] [--echo-on-workers] [--log-level L]
+//             [--skip-broadcast] [--echo-on-workers] [--raw-heartbeats]
+//             [--log-level L]
 //
 // Request/reply ("reqrep_<size>_k<in flight>", and "curve_reqrep_..." with
 // CURVE on): 64 B, 64 KiB and 1 MiB payloads echoed back, 1 or 16 calls in
 // flight, over tcp://127.0.0.1.
 //   raw: a DEALER sends the payload as one zero-copy frame; a ROUTER echoes
-//        the frames it received (moved, not copied). CURVE: the zmq socket
-//        options directly, no ZAP handler.
+//        the frames it received (moved, not copied). Bare sockets: the rpc
+//        side carries its ZMTP heartbeats (on by default in rpc's client
+//        and server); --raw-heartbeats gives the raw sockets the same.
+//        CURVE: the zmq socket options directly, no ZAP handler.
 //   rpc: rpc::Client calls "echo" on an rpc::Server whose handler replies
 //        with the request's payloads. CURVE: rpc::SecurityOptions with keys
 //        generated for this run (ZAP-authenticated). k1 uses Client::Invoke;
@@ -122,6 +125,9 @@ int main(int argc, char** argv) {
                "for raw and rpc alike");
   app.add_flag("--echo-on-workers", echo_on_workers,
                "Run the rpc echo handler on worker threads, not the server's I/O thread");
+  bool raw_heartbeats = false;
+  app.add_flag("--raw-heartbeats", raw_heartbeats,
+               "Give the raw request/reply sockets the ZMTP heartbeats rpc uses by default");
   CLI11_PARSE(app, argc, argv);
   rlswarm::InitLogging("rpc_bench", rlswarm::ParseLogLevel(log_level));
   const std::regex filter(cases);
@@ -142,7 +148,8 @@ int main(int argc, char** argv) {
   const std::string placement =
       pin ? "pinned: client process on CPU 0, server process on CPU 1" : "unpinned";
   try {
-    ServerProcess child(keys, echo_on_workers, pin ? std::optional<int>(1) : std::nullopt);
+    ServerProcess child(keys, echo_on_workers, raw_heartbeats,
+                        pin ? std::optional<int>(1) : std::nullopt);
     if (pin && !PinToCpu(0)) throw rlswarm::Unavailable("cannot pin the client to CPU 0");
     zmq::context_t ctx(1);
     for (bool curve : {false, true}) {
@@ -162,7 +169,8 @@ int main(int argc, char** argv) {
           r.api = api;
           const CurveKeys* k = curve ? &keys : nullptr;
           const int n = in_flight;
-          auto raw = Try(r.name + " raw", [&] { return RawRequestReply(ctx, child, bytes, n, k); });
+          auto raw = Try(r.name + " raw",
+                         [&] { return RawRequestReply(ctx, child, bytes, n, k, raw_heartbeats); });
           std::optional<std::unique_ptr<RequestReplySide>> rpc;
           if (child.rpc(curve)) {
             rpc = Try(r.name + " rpc", [&] { return RpcRequestReply(child, bytes, n, api, k); });
@@ -188,13 +196,17 @@ int main(int argc, char** argv) {
   }
   std::filesystem::remove_all(keys.dir);
   if (json) {
-    std::cout << ToJson(results, seconds, rounds, placement, first_touch, echo_on_workers).dump(2)
+    std::cout << ToJson(results, seconds, rounds, placement, first_touch, echo_on_workers,
+                        raw_heartbeats)
+                     .dump(2)
               << "\n";
   } else {
     PrintTable(results);
     fmt::print("cpu: CPU us per call (broadcast: per broadcast) of both processes\n");
     fmt::print("baseline: first touch of fresh memory {:.2f} GB/s\n", first_touch);
     fmt::print("placement: {}\n", placement);
+    fmt::print("raw request/reply sockets: {}\n",
+               raw_heartbeats ? "with rpc's ZMTP heartbeats" : "without heartbeats");
   }
   return status;
 }

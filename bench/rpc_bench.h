@@ -174,6 +174,9 @@ std::vector<std::string> Split(const std::string& line);
 zmq::message_t ZeroCopy(const std::vector<std::byte>& bytes);
 // linger 0, no size limit, receive timeout kPollInterval.
 void ConfigureRawSocket(zmq::socket_t& s);
+// The ZMTP heartbeats an rpc::Client and rpc::Server use by default, on a
+// raw request/reply socket (--raw-heartbeats).
+void EnableRpcHeartbeats(zmq::socket_t& s);
 // A PULL socket bound to a free port (its endpoint in `endpoint`) for acks.
 zmq::socket_t BindAcks(zmq::context_t& ctx, std::string* endpoint);
 
@@ -209,8 +212,10 @@ class ServerProcess {
  public:
   // `echo_on_workers`: the rpc echo handler runs on the server's worker
   // threads instead of its I/O thread.
+  // `raw_heartbeats`: the raw ROUTERs use rpc's ZMTP heartbeats.
   // `cpu`: pin the server process (all its threads) to this CPU.
-  ServerProcess(const CurveKeys& keys, bool echo_on_workers, std::optional<int> cpu);
+  ServerProcess(const CurveKeys& keys, bool echo_on_workers, bool raw_heartbeats,
+                std::optional<int> cpu);
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
   ~ServerProcess();  // closes the control pipe, waits up to 5 s, then SIGKILL
@@ -250,7 +255,7 @@ class RequestReplySide {
 
 std::unique_ptr<RequestReplySide> RawRequestReply(zmq::context_t& ctx, const ServerProcess& server,
                                                   std::size_t bytes, int in_flight,
-                                                  const CurveKeys* keys);
+                                                  const CurveKeys* keys, bool heartbeats);
 Measurement RawBroadcast(zmq::context_t& ctx, ServerProcess& child, double seconds);
 
 // rlswarm::rpc (rpc_bench_rpc.cc). StartRpcEchoServer runs in the child.
@@ -279,7 +284,8 @@ struct Result {
 
 std::string SizeName(std::size_t bytes);
 nlohmann::json ToJson(const std::vector<Result>& results, double seconds, int rounds,
-                      const std::string& placement, double first_touch, bool echo_on_workers);
+                      const std::string& placement, double first_touch, bool echo_on_workers,
+                      bool raw_heartbeats);
 void PrintTable(const std::vector<Result>& results);
 
 }  // namespace rlswarm::bench

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "bench/rpc_bench.h"
+#include "rpc/client.h"
 
 namespace rlswarm::bench {
 
@@ -92,6 +93,14 @@ void ConfigureRawSocket(zmq::socket_t& s) {
   s.set(zmq::sockopt::linger, 0);
   s.set(zmq::sockopt::maxmsgsize, std::int64_t{-1});
   s.set(zmq::sockopt::rcvtimeo, static_cast<int>(kPollInterval.count()));
+}
+
+void EnableRpcHeartbeats(zmq::socket_t& s) {
+  // The client's and the server's defaults are the same.
+  const rpc::ClientOptions defaults;
+  s.set(zmq::sockopt::heartbeat_ivl, static_cast<int>(defaults.heartbeat_interval.count()));
+  s.set(zmq::sockopt::heartbeat_timeout, static_cast<int>(defaults.heartbeat_timeout.count()));
+  s.set(zmq::sockopt::heartbeat_ttl, static_cast<int>(defaults.heartbeat_timeout.count()));
 }
 
 zmq::socket_t BindAcks(zmq::context_t& ctx, std::string* endpoint) {

@@ -94,7 +94,7 @@ class SubscriberGroup {
 // RPC_CURVE" ("-" for one that failed), then serves broadcast commands until
 // the control pipe closes.
 [[noreturn]] void RunServerProcess(int control_fd, int report_fd, const CurveKeys& keys,
-                                   bool echo_on_workers) {
+                                   bool echo_on_workers, bool raw_heartbeats) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the measuring process
   // Re-tag the log lines with this process's role and pid (InitLogging
   // registers its logger by name, so the inherited one goes first).
@@ -110,6 +110,7 @@ class SubscriberGroup {
     for (bool curve : {false, true}) {
       auto router = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::router);
       ConfigureRawSocket(*router);
+      if (raw_heartbeats) EnableRpcHeartbeats(*router);
       if (curve) {
         router->set(zmq::sockopt::curve_server, 1);
         router->set(zmq::sockopt::curve_secretkey, keys.server.secret_key);
@@ -166,7 +167,8 @@ class SubscriberGroup {
 
 }  // namespace
 
-ServerProcess::ServerProcess(const CurveKeys& keys, bool echo_on_workers, std::optional<int> cpu) {
+ServerProcess::ServerProcess(const CurveKeys& keys, bool echo_on_workers, bool raw_heartbeats,
+                             std::optional<int> cpu) {
   int control[2], report[2];
   if (::pipe(control) != 0 || ::pipe(report) != 0) throw rlswarm::Unavailable("pipe failed");
   std::cout.flush();
@@ -178,7 +180,7 @@ ServerProcess::ServerProcess(const CurveKeys& keys, bool echo_on_workers, std::o
       std::cerr << "rpc_bench: cannot pin the server to CPU " << *cpu << "\n";
     ::close(control[1]);
     ::close(report[0]);
-    RunServerProcess(control[0], report[1], keys, echo_on_workers);
+    RunServerProcess(control[0], report[1], keys, echo_on_workers, raw_heartbeats);
   }
   ::close(control[0]);
   ::close(report[1]);

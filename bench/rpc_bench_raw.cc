@@ -22,12 +22,13 @@ namespace {
 class RawSide final : public RequestReplySide {
  public:
   RawSide(zmq::context_t& ctx, const ServerProcess& server, std::size_t bytes, int in_flight,
-          const CurveKeys* keys)
+          const CurveKeys* keys, bool heartbeats)
       : server_(server),
         dealer_(ctx, zmq::socket_type::dealer),
         payload_(bytes, std::byte{0x5a}),
         in_flight_(in_flight) {
     ConfigureRawSocket(dealer_);
+    if (heartbeats) EnableRpcHeartbeats(dealer_);
     dealer_.set(zmq::sockopt::rcvtimeo, static_cast<int>(kIoTimeout.count()));
     if (keys != nullptr) {
       dealer_.set(zmq::sockopt::curve_serverkey, keys->server.public_key);
@@ -63,8 +64,8 @@ class RawSide final : public RequestReplySide {
 
 std::unique_ptr<RequestReplySide> RawRequestReply(zmq::context_t& ctx, const ServerProcess& server,
                                                   std::size_t bytes, int in_flight,
-                                                  const CurveKeys* keys) {
-  return std::make_unique<RawSide>(ctx, server, bytes, in_flight, keys);
+                                                  const CurveKeys* keys, bool heartbeats) {
+  return std::make_unique<RawSide>(ctx, server, bytes, in_flight, keys, heartbeats);
 }
 
 Measurement RawBroadcast(zmq::context_t& ctx, ServerProcess& child, double seconds) {

@@ -13,7 +13,8 @@ std::string SizeName(std::size_t bytes) {
 }
 
 nlohmann::json ToJson(const std::vector<Result>& results, double seconds, int rounds,
-                      const std::string& placement, double first_touch, bool echo_on_workers) {
+                      const std::string& placement, double first_touch, bool echo_on_workers,
+                      bool raw_heartbeats) {
   auto figure = [](const std::optional<Measurement>& m, double Measurement::*field) {
     return m ? nlohmann::json(m.value().*field) : nlohmann::json(nullptr);
   };
@@ -37,6 +38,7 @@ nlohmann::json ToJson(const std::vector<Result>& results, double seconds, int ro
           {"rounds_per_case", rounds},
           {"placement", placement},
           {"rpc_echo_handler", echo_on_workers ? "worker threads" : "server I/O thread"},
+          {"raw_heartbeats", raw_heartbeats},
           {"server", "separate process (fork), tcp://127.0.0.1"}};
 }
 

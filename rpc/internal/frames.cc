@@ -31,7 +31,7 @@ void ReleaseOwner(void* /*data*/, void* hint) {
 
 zmq::message_t PayloadFrame(const Payload& payload) {
   const std::span<const std::byte> bytes = payload.bytes();
-  if (bytes.size() <= kInlineFrameBytes || !payload.owner()) {
+  if (bytes.size() <= kCopiedFrameBytes || !payload.owner()) {
     return zmq::message_t(bytes.data(), bytes.size());
   }
   auto hold = std::make_unique<OwnerHold>();

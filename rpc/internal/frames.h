@@ -25,9 +25,12 @@
 namespace rlswarm::rpc::internal {
 
 // A frame carrying `payload`'s bytes. Zero-copy, except that payloads of at
-// most kInlineFrameBytes are copied: ZeroMQ stores those inside the message
-// itself, which is cheaper than the shared-owner bookkeeping.
-inline constexpr std::size_t kInlineFrameBytes = 32;
+// most kCopiedFrameBytes are copied: copying that little costs less than
+// zero-copy's bookkeeping (a heap-allocated owner handle, libzmq's own
+// allocation for the frame, and atomic reference counts taken on this thread
+// and released on ZeroMQ's), while a copied frame is one allocation (none up
+// to 33 bytes, which ZeroMQ stores inside the message).
+inline constexpr std::size_t kCopiedFrameBytes = 1024;
 zmq::message_t PayloadFrame(const Payload& payload);
 
 // A Payload viewing `frame` (sizes already checked by CheckPayloadFrames).
