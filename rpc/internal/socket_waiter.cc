@@ -29,12 +29,7 @@ SocketWaiter::SocketWaiter(zmq::socket_t& socket)
 bool SocketWaiter::Wait(short events, std::span<pollfd> others, std::chrono::milliseconds timeout) {
   if (others.size() > kMaxOthers) throw Internal("SocketWaiter: too many descriptors");
   for (pollfd& other : others) other.revents = 0;
-  if (!known_empty_ || (events & ZMQ_POLLOUT) != 0) {
-    // Processes the socket's commands: afterwards ZMQ_FD announces the next.
-    const int ready = socket_->get(zmq::sockopt::events);
-    known_empty_ = (ready & ZMQ_POLLIN) == 0;
-    if ((ready & events) != 0) return true;
-  }
+  if ((!known_empty_ || (events & ZMQ_POLLOUT) != 0) && (ReadEvents() & events) != 0) return true;
   std::array<pollfd, kMaxOthers + 1> fds;
   std::copy(others.begin(), others.end(), fds.begin());
   fds[others.size()] = pollfd{fd_, POLLIN, 0};
@@ -45,10 +40,13 @@ bool SocketWaiter::Wait(short events, std::span<pollfd> others, std::chrono::mil
   return true;
 }
 
-bool SocketWaiter::MayHaveInput() {
-  if (known_empty_) return false;
-  known_empty_ = (socket_->get(zmq::sockopt::events) & ZMQ_POLLIN) == 0;
-  return !known_empty_;
+bool SocketWaiter::MayHaveInput() { return !known_empty_ && (ReadEvents() & ZMQ_POLLIN) != 0; }
+
+int SocketWaiter::ReadEvents() {
+  // Processes the socket's commands: afterwards ZMQ_FD announces the next.
+  const int events = socket_->get(zmq::sockopt::events);
+  known_empty_ = (events & ZMQ_POLLIN) == 0;
+  return events;
 }
 
 int PollDescriptors(std::span<pollfd> fds, std::chrono::milliseconds timeout) {

@@ -60,6 +60,9 @@ class SocketWaiter {
   static constexpr std::size_t kMaxOthers = 3;
 
  private:
+  // ZMQ_EVENTS, noting whether the socket is now known to be empty.
+  int ReadEvents();
+
   zmq::socket_t* socket_;
   int fd_;
   bool known_empty_ = false;
