@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "common/errors.h"
+#include "models/dtype_translation.h"
 #include "models/model_spec.h"
 #include "models/q_network.h"
 #include "models/weights_wire.h"
@@ -47,19 +48,13 @@ struct QPolicy::Impl {
 
 namespace {
 
+// Observations are float, bool or byte arrays (envs/env_spec.h); integer
+// observations wider than a byte do not occur.
 at::ScalarType ObservationType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return at::kFloat;
-    case DType::kFloat64:
-      return at::kDouble;
-    case DType::kBool:
-      return at::kBool;
-    case DType::kUInt8:
-      return at::kByte;
-    default:
-      throw InvalidArgument("QPolicy: unsupported observation dtype");
+  if (dtype == DType::kInt32 || dtype == DType::kInt64) {
+    throw InvalidArgument("QPolicy: unsupported observation dtype");
   }
+  return models::ToScalarType(dtype);
 }
 
 }  // namespace

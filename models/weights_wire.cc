@@ -5,31 +5,25 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.h"
+#include "models/dtype_translation.h"
 
 namespace rlswarm::models {
 namespace {
 
-DType ToDType(at::ScalarType type) {
-  switch (type) {
-    case at::kFloat:
-      return DType::kFloat32;
-    case at::kDouble:
-      return DType::kFloat64;
-    default:
-      throw InvalidArgument(std::string("weights: cannot send a tensor of dtype ") +
-                            c10::toString(type));
+// Parameters travel as float32 or float64 only.
+DType ToWireDType(at::ScalarType type) {
+  if (type != at::kFloat && type != at::kDouble) {
+    throw InvalidArgument(std::string("weights: cannot send a tensor of dtype ") +
+                          c10::toString(type));
   }
+  return ToDType(type);
 }
 
-at::ScalarType ToScalarType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return at::kFloat;
-    case DType::kFloat64:
-      return at::kDouble;
-    default:
-      throw InvalidArgument("weights: a parameter frame must be float32 or float64");
+at::ScalarType FromWireDType(DType dtype) {
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
+    throw InvalidArgument("weights: a parameter frame must be float32 or float64");
   }
+  return ToScalarType(dtype);
 }
 
 }  // namespace
@@ -46,7 +40,7 @@ std::vector<rpc::Payload> EncodeWeights(const NamedTensors& named, int shard, in
     t = t.contiguous();
     const auto* owner = new at::Tensor(t);  // the frame keeps the storage alive
     payloads.push_back(rpc::Payload::Adopt(
-        ToDType(t.scalar_type()), t.sizes().vec(),
+        ToWireDType(t.scalar_type()), t.sizes().vec(),
         std::shared_ptr<const void>(
             owner, [](const void* p) { delete static_cast<const at::Tensor*>(p); }),
         t.data_ptr(), static_cast<std::size_t>(t.nbytes())));
@@ -78,7 +72,7 @@ WeightsPart DecodeWeights(const std::vector<rpc::Payload>& payloads) {
   for (std::size_t i = 0; i < names.size(); ++i) {
     if (!names[i].is_string()) throw InvalidArgument("weights: names must be strings");
     const rpc::Payload& p = payloads[i + 1];
-    const at::ScalarType type = ToScalarType(p.dtype());
+    const at::ScalarType type = FromWireDType(p.dtype());
     auto owner = std::make_shared<rpc::Payload>(p);  // keeps the received frame alive
     at::Tensor t = at::from_blob(
         const_cast<std::byte*>(p.bytes().data()), p.shape(),

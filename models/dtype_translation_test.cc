@@ -1,0 +1,31 @@
+#include "models/dtype_translation.h"
+
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+
+namespace rlswarm::models {
+namespace {
+
+TEST(DTypeTranslationTest, EveryDTypeRoundTripsWithTheSameElementSize) {
+  for (DType d : {DType::kBool, DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32,
+                  DType::kFloat64}) {
+    const at::ScalarType t = ToScalarType(d);
+    EXPECT_EQ(ToDType(t), d) << DTypeName(d);
+    EXPECT_EQ(c10::elementSize(t), DTypeSize(d)) << DTypeName(d);
+  }
+  EXPECT_EQ(ToScalarType(DType::kFloat32), at::kFloat);
+  EXPECT_EQ(ToScalarType(DType::kBool), at::kBool);
+}
+
+TEST(DTypeTranslationTest, ScalarTypesWithoutADTypeAreRejectedByName) {
+  try {
+    ToDType(at::kBFloat16);
+    FAIL() << "bfloat16 has no DType";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("BFloat16"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace rlswarm::models
