@@ -181,7 +181,7 @@ std::string SaveCheckpoint(const std::string& root, ShardedModel& online,
     error = e.what();
     exchange[world].fill_(1);
   }
-  comm.AllReduceSum(exchange, "checkpoint").Wait();
+  comm.ControlAllReduceSum(exchange, "checkpoint");
   if (exchange[world].item<int64_t>() != 0) {
     throw Unavailable("checkpoint " + dir.string() + ": a rank failed to write its shard" +
                       (error.empty() ? "" : ": " + error));

@@ -1,68 +1,125 @@
 #pragma once
 
-// The collectives the sharded learner needs, on a c10d ProcessGroup, with
-// three things c10d does not do for us:
+// The collectives the sharded learner needs, on a c10d group (Gloo or NCCL,
+// through learner/torch_adapter.h), with what c10d does not do for us:
 //  - errors become typed (DeadlineExceeded / Unavailable) and say which
 //    collective on which rank failed;
 //  - bytes are counted: the bytes this rank sends under the algorithm's ideal
 //    volume (all-gather and all-to-all: (N-1)/N of the full buffer;
 //    ring all-reduce: 2(N-1)/N), so runs at different world sizes compare;
-//  - reduce-scatter exists: Gloo in LibTorch 1.13 throws on reduce_scatter
-//    and _reduce_scatter_base, so it is built from alltoall_base plus a local
-//    sum (default, cheapest measured) or from all-reduce plus a slice.
-// At world size 1 every collective is a local copy or a no-op and no
-// ProcessGroup is needed.
+//  - time is counted: how long each collective ran (issue to completion) and
+//    how long the caller was blocked waiting for it, which gives the share of
+//    communication hidden behind compute;
+//  - reduce-scatter exists everywhere: Gloo in LibTorch 1.13 throws on
+//    reduce_scatter and _reduce_scatter_base, so there it is built from
+//    alltoall_base plus a local sum (cheapest measured) or from all-reduce
+//    plus a slice; NCCL and Gloo in 2.x have their own (kNative).
+// Two planes: the data plane (`group`: parameters and gradients, tensors on
+// the learner's device; NCCL on GPUs) and the control plane (`control`: a CPU
+// Gloo group for stop agreement, checkpoint barriers and metrics). With Gloo
+// both are one group. Without a group (world size 1) every collective is a
+// local copy or a no-op.
 //
 // Ordering contract: c10d matches collectives across ranks by issue order, so
-// every rank must issue the same collectives in the same order; the caller
-// (ShardedModel) guarantees that by deriving the order from the model alone.
+// every rank must issue the same collectives in the same order on each plane;
+// the caller (ShardedModel) guarantees that by deriving the order from the
+// model alone.
 //
 // Not thread-safe: one thread issues collectives (Gloo's own threads run them).
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <vector>
+
+#include "learner/torch_adapter.h"
 
 namespace rlswarm::learner {
 
 enum class ReduceScatterImpl {
+  kAuto,       // kNative where the backend has it, else kAllToAll
   kAllToAll,   // alltoall_base, then sum the N received chunks locally
   kAllReduce,  // all-reduce the full buffer, keep this rank's slice
-  kNative,     // the backend's _reduce_scatter_base (NCCL); not on Gloo
+  kNative,     // the backend's _reduce_scatter_base (NCCL; Gloo in LibTorch 2.x)
 };
 
 struct CommStats {
   int64_t bytes_sent = 0;
   int64_t collectives = 0;
+  // Sum over collectives of issue-to-completion time, and of the time the
+  // issuing thread spent blocked in Wait(). 1 - wait / busy is the share of
+  // communication hidden behind compute.
+  double busy_seconds = 0;
+  double wait_seconds = 0;
 };
 
 // A collective in flight. Wait() blocks until it completes or the group's
 // timeout passes; throws DeadlineExceeded or Unavailable (see
-// collective_errors.h). Waiting twice is a no-op.
+// collective_errors.h). Waiting twice is a no-op. On NCCL, Wait() only makes
+// the current CUDA stream wait for the collective's stream: the host goes on.
 class PendingCollective {
  public:
   PendingCollective() = default;
+  // `timed`: where Wait() hands the finished Work for device timing (null:
+  // none).
   PendingCollective(c10::intrusive_ptr<c10d::Work> work, std::string what,
-                    std::chrono::milliseconds timeout);
+                    std::chrono::milliseconds timeout, CommStats* stats,
+                    std::vector<c10::intrusive_ptr<c10d::Work>>* timed = nullptr);
   void Wait();
   bool pending() const { return static_cast<bool>(work_); }
 
  private:
+  struct Timing;
   c10::intrusive_ptr<c10d::Work> work_;
   std::string what_;
   std::chrono::milliseconds timeout_{0};
+  CommStats* stats_ = nullptr;
+  std::vector<c10::intrusive_ptr<c10d::Work>>* timed_ = nullptr;
+  std::shared_ptr<Timing> timing_;
+};
+
+// A reduce-scatter in flight: Wait() returns this rank's slice of the sum
+// (see Communicator::ReduceScatterSumAsync). Holds the buffers it reads and
+// writes until then.
+class PendingReduceScatter {
+ public:
+  PendingReduceScatter() = default;
+  at::Tensor Wait();
+  bool pending() const { return pending_; }
+
+ private:
+  friend class Communicator;
+  PendingCollective collective_;
+  ReduceScatterImpl impl_ = ReduceScatterImpl::kNative;
+  at::Tensor input_;   // kept alive while the backend reads it
+  at::Tensor output_;  // what the backend writes
+  int world_size_ = 1;
+  int rank_ = 0;
+  bool pending_ = false;
+  bool local_ = false;  // no group: the input is the sum
 };
 
 class Communicator {
  public:
   // A world-size-1 communicator: no group, collectives are local.
   Communicator() = default;
-  Communicator(c10::intrusive_ptr<c10d::ProcessGroup> group, int rank, int world_size,
-               std::chrono::milliseconds timeout);
+  // `control` carries the control plane on CPU tensors; null = `group`
+  // (which must then be a Gloo group). Throws InvalidArgument when
+  // world_size > 1 without a group, or an NCCL group without a control group.
+  Communicator(GroupPtr group, int rank, int world_size, std::chrono::milliseconds timeout,
+               GroupPtr control = {});
 
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
+  // True when collectives go through a process group (world size > 1, or a
+  // 1-rank NCCL group that exercises the GPU path on one device).
+  bool has_group() const { return static_cast<bool>(group_); }
+  // "gloo", "nccl", or "none".
+  std::string backend() const;
+  ReduceScatterImpl Resolve(ReduceScatterImpl impl) const;
+  // Whether the data plane can sum bfloat16 (true without a group).
+  bool can_sum_bfloat16() const { return !group_ || CanSumBFloat16(*group_); }
 
   // Gathers every rank's `shard` (same numel on all ranks) into `full`
   // (world_size * shard.numel(), contiguous, same dtype), rank r's shard at
@@ -70,27 +127,49 @@ class Communicator {
   PendingCollective AllGather(const at::Tensor& shard, const at::Tensor& full,
                               const std::string& what);
 
-  // Sums `full` (world_size * k elements) over ranks and returns this rank's
-  // k-element slice of the sum. Blocking. Throws InvalidArgument for kNative
-  // on Gloo, which lacks it.
+  // Sums `full` (world_size * k elements) over ranks; Wait() returns this
+  // rank's k-element slice of the sum. Asynchronous: the buffers it needs
+  // are held by the returned object. Throws InvalidArgument for kNative on a
+  // backend without it (Gloo in LibTorch 1.13), before issuing anything.
+  PendingReduceScatter ReduceScatterSumAsync(const at::Tensor& full, ReduceScatterImpl impl,
+                                             const std::string& what);
+  // ReduceScatterSumAsync(...).Wait().
   at::Tensor ReduceScatterSum(const at::Tensor& full, ReduceScatterImpl impl,
                               const std::string& what);
 
-  // Sums `tensor` over ranks in place. Asynchronous.
+  // Sums `tensor` over ranks in place on the data plane. Asynchronous.
   PendingCollective AllReduceSum(at::Tensor tensor, const std::string& what);
+  // Sums a CPU `tensor` over ranks in place on the control plane. Blocking.
+  void ControlAllReduceSum(at::Tensor tensor, const std::string& what);
 
   const CommStats& stats() const { return stats_; }
-  void ResetStats() { stats_ = {}; }
+  void ResetStats() {
+    stats_ = {};
+    timed_works_.clear();
+  }
+  // On CUDA, waiting does not block the host, so host-side spans say nothing
+  // about communication time: with this on, finished collectives are kept
+  // and CollectDeviceTimings() (after the device synchronised) puts their
+  // CUDA-event durations into stats().busy_seconds instead.
+  void set_collect_device_timings(bool on) { collect_device_timings_ = on; }
+  void CollectDeviceTimings();
 
  private:
   std::string Context(const std::string& what) const;
   void CheckReducible(const at::Tensor& t, const std::string& what) const;
 
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  GroupPtr group_;
+  GroupPtr control_;
   int rank_ = 0;
   int world_size_ = 1;
   std::chrono::milliseconds timeout_{0};
   CommStats stats_;
+  bool collect_device_timings_ = false;
+  std::vector<c10::intrusive_ptr<c10d::Work>> timed_works_;
+  // Where new PendingCollectives hand their Work (null unless timing).
+  std::vector<c10::intrusive_ptr<c10d::Work>>* Timed() {
+    return collect_device_timings_ ? &timed_works_ : nullptr;
+  }
 };
 
 }  // namespace rlswarm::learner

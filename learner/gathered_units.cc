@@ -20,8 +20,11 @@ class ReduceScatterGrad : public torch::autograd::Node {
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
     // An undefined grad still takes part: every rank must issue the
-    // collective, or the others wait for it until the timeout.
-    return {units_->ReduceGradient(unit_, grads[0])};
+    // collective, or the others wait for it until the timeout. The shard's
+    // gradient arrives later (FinishGradients), so nothing flows to the
+    // shard's AccumulateGrad now.
+    units_->ReduceGradient(unit_, grads[0]);
+    return {at::Tensor()};
   }
   std::string name() const override { return "rlswarm::learner::ReduceScatterGrad"; }
   void release_variables() override { units_.reset(); }
@@ -36,6 +39,20 @@ class ReduceScatterGrad : public torch::autograd::Node {
 void ShardRuntime::TrackGathered(int64_t delta) {
   gathered_bytes += delta;
   peak_gathered_bytes = std::max(peak_gathered_bytes, gathered_bytes);
+}
+
+void ShardRuntime::FinishGradients() {
+  std::vector<PendingGradient> pending = std::move(pending_gradients);
+  pending_gradients.clear();
+  at::NoGradGuard no_grad;
+  for (PendingGradient& p : pending) {
+    // Each rank's loss is the mean over its share of the global batch, so the
+    // mean over ranks of the gradients is the gradient of the global mean.
+    at::Tensor slice = p.reduction.Wait();
+    if (sharding.reduce_gradients) slice = slice.div(comm->world_size());
+    at::Tensor& grad = shards[p.unit].mutable_grad();
+    grad.add_(slice.to(grad.scalar_type()));
+  }
 }
 
 GatheredUnits::GatheredUnits(std::shared_ptr<ShardRuntime> runtime)
@@ -59,10 +76,7 @@ void GatheredUnits::Issue(size_t u) {
   } else {
     // Re-allocate the StorageImpl that Free() emptied: autograd's saved
     // views of this unit point at it and see the new data.
-    c10::StorageImpl* impl = s.data.storage().unsafeGetStorageImpl();
-    const size_t nbytes = static_cast<size_t>(layout.padded_numel) * s.data.element_size();
-    impl->set_data_ptr_noswap(impl->allocator()->allocate(nbytes));
-    impl->set_nbytes(nbytes);
+    ReallocateStorage(s.data, static_cast<size_t>(layout.padded_numel) * s.data.element_size());
   }
   s.allocated = true;
   runtime_->TrackGathered(static_cast<int64_t>(s.data.nbytes()));
@@ -89,7 +103,7 @@ void GatheredUnits::Free(size_t u) {
   if (!s.allocated) return;
   s.pending.Wait();  // never free a buffer Gloo is still writing
   runtime_->TrackGathered(-static_cast<int64_t>(s.data.nbytes()));
-  s.data.storage().unsafeGetStorageImpl()->reset();
+  ReleaseStorage(s.data);
   s.allocated = false;
 }
 
@@ -100,7 +114,7 @@ void GatheredUnits::BeforeBackward(size_t u) {
   slots_[u].pending.Wait();
 }
 
-at::Tensor GatheredUnits::ReduceGradient(size_t u, const at::Tensor& full_grad) {
+void GatheredUnits::ReduceGradient(size_t u, const at::Tensor& full_grad) {
   const UnitLayout& layout = runtime_->units[u];
   const ShardingOptions& opts = runtime_->sharding;
   Communicator& comm = *runtime_->comm;
@@ -110,18 +124,20 @@ at::Tensor GatheredUnits::ReduceGradient(size_t u, const at::Tensor& full_grad) 
                         ? full_grad.to(opts.mixed_precision.reduce_dtype).contiguous()
                         : at::zeros({layout.padded_numel},
                                     shard.options().dtype(opts.mixed_precision.reduce_dtype));
-  at::Tensor shard_grad;
+  ShardRuntime::PendingGradient pending;
+  pending.unit = u;
   if (opts.reduce_gradients) {
-    // Each rank's loss is the mean over its share of the global batch, so the
-    // mean over ranks of the gradients is the gradient of the global mean.
-    shard_grad = comm.ReduceScatterSum(grad, opts.reduce_scatter,
-                                       "reduce-scatter of unit '" + layout.name + "'");
-    shard_grad = shard_grad.div(comm.world_size());
+    pending.reduction = comm.ReduceScatterSumAsync(grad, opts.reduce_scatter,
+                                                   "reduce-scatter of unit '" + layout.name + "'");
   } else {
-    shard_grad = grad.narrow(0, comm.rank() * layout.shard_numel, layout.shard_numel).clone();
+    // The negative control: this rank's slice of its own gradient, no
+    // collective (a world-1 "reduction" of the slice).
+    pending.reduction = Communicator().ReduceScatterSumAsync(
+        grad.narrow(0, comm.rank() * layout.shard_numel, layout.shard_numel).clone(),
+        ReduceScatterImpl::kNative, "local slice");
   }
+  runtime_->pending_gradients.push_back(std::move(pending));
   Free(u);
-  return shard_grad.to(shard.scalar_type());
 }
 
 }  // namespace rlswarm::learner

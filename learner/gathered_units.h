@@ -12,8 +12,11 @@
 //             the StorageImpl, now empty); a hook on y re-gathers it
 //   backward: hook on y (runs before u's backward) re-allocates and
 //             re-gathers data_u, prefetches u-1 .. u-k
-//             ReduceScatterGrad(u): grad(full_u) --reduce-scatter / N-->
-//             shard_u.grad; frees data_u
+//             ReduceScatterGrad(u): issues grad(full_u) --reduce-scatter-->
+//             asynchronously and frees data_u; backward goes on to unit u-1
+//             while the reduction runs
+//   step:     ShardRuntime::FinishGradients waits for every reduction,
+//             divides by N and adds the slice into shard_u.grad
 // Writes always go through data_u, never through full_u or its views:
 // writing through those would bump the version counter autograd recorded and
 // backward would reject the saved views as "modified in place".
@@ -43,8 +46,20 @@ struct ShardRuntime {
   ShardingOptions sharding;
   int64_t gathered_bytes = 0;
   int64_t peak_gathered_bytes = 0;
+  // Reduce-scatters that backward issued and nobody waited for yet, in
+  // issue order.
+  struct PendingGradient {
+    size_t unit = 0;
+    PendingReduceScatter reduction;
+  };
+  std::vector<PendingGradient> pending_gradients;
 
   void TrackGathered(int64_t delta);
+  // Waits for every pending reduction (throws what PendingCollective::Wait
+  // throws) and adds each averaged slice, in the master dtype, into its
+  // shard's gradient. Must run before anything reads or zeroes the
+  // gradients; a no-op when nothing is pending.
+  void FinishGradients();
 };
 
 class GatheredUnits : public std::enable_shared_from_this<GatheredUnits> {
@@ -66,9 +81,10 @@ class GatheredUnits : public std::enable_shared_from_this<GatheredUnits> {
   // Runs from the hook on unit u's output: makes u's params present again
   // and prefetches the units backward reaches next.
   void BeforeBackward(size_t u);
-  // Reduces unit u's full gradient into the shard's gradient (collective),
-  // then frees u's gathered storage.
-  at::Tensor ReduceGradient(size_t u, const at::Tensor& full_grad);
+  // Issues the reduction of unit u's full gradient into the shard's
+  // gradient (collective, asynchronous: ShardRuntime::FinishGradients
+  // completes it), then frees u's gathered storage.
+  void ReduceGradient(size_t u, const at::Tensor& full_grad);
 
  private:
   struct Slot {

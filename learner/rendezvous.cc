@@ -1,10 +1,7 @@
 #include "learner/rendezvous.h"
 
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#ifdef RLSWARM_WITH_CUDA
-#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
-#endif
 
 #include "common/errors.h"
 #include "learner/collective_errors.h"
@@ -23,11 +20,24 @@ void RendezvousOptions::Validate() const {
   if (master_port == 0 && !(host_store && rank == 0)) {
     throw InvalidArgument("rendezvous: master_port 0 only works for the rank hosting the store");
   }
-#ifndef RLSWARM_WITH_CUDA
-  if (backend == Backend::kNccl) {
-    throw InvalidArgument("rendezvous: NCCL needs a build with RLSWARM_WITH_CUDA=ON");
+  if (backend == Backend::kNccl && !BuiltWithCuda()) {
+    throw InvalidArgument("rendezvous: NCCL needs a CUDA build of rlswarm (this one is " +
+                          TorchBuildDescription() + "): scripts/build.sh --torch=pypi");
   }
-#endif
+}
+
+std::string_view BackendName(Backend backend) {
+  return backend == Backend::kNccl ? "nccl" : "gloo";
+}
+
+Backend ParseBackend(std::string_view name) {
+  if (name == "gloo") return Backend::kGloo;
+  if (name == "nccl") return Backend::kNccl;
+  throw InvalidArgument("unknown backend '" + std::string(name) + "' (gloo, nccl)");
+}
+
+std::shared_ptr<Communicator> ProcessGroupHandle::MakeCommunicator() const {
+  return std::make_shared<Communicator>(group, rank, world_size, timeout, control);
 }
 
 c10::intrusive_ptr<c10d::Store> HostStore(uint16_t port, std::chrono::milliseconds timeout,
@@ -68,25 +78,20 @@ ProcessGroupHandle Rendezvous(const RendezvousOptions& options) {
     ThrowCollectiveError(what + " (connecting to the store)", e, options.timeout);
   }
   try {
+    // The Gloo group: the whole data plane on CPU, the control plane beside
+    // NCCL. Both groups share the store under their own key prefixes.
+    handle.control =
+        MakeGlooGroup(c10::make_intrusive<c10d::PrefixStore>("gloo", handle.store), options.rank,
+                      options.world_size, options.timeout, options.gloo_hostname);
     if (options.backend == Backend::kGloo) {
-      auto gloo_opts = c10d::ProcessGroupGloo::Options::create(options.timeout);
-      gloo_opts->devices.push_back(
-          options.gloo_hostname.empty()
-              ? c10d::ProcessGroupGloo::createDefaultDevice()
-              : c10d::ProcessGroupGloo::createDeviceForHostname(options.gloo_hostname));
-      // Two threads: one can run a prefetched all-gather while the other
-      // finishes the collective before it.
-      gloo_opts->threads = 2;
-      handle.group = c10::make_intrusive<c10d::ProcessGroupGloo>(handle.store, options.rank,
-                                                                 options.world_size, gloo_opts);
+      handle.group = handle.control;
     } else {
-#ifdef RLSWARM_WITH_CUDA
-      auto nccl_opts = c10d::ProcessGroupNCCL::Options::create();
-      nccl_opts->timeout = options.timeout;
-      handle.group = c10::make_intrusive<c10d::ProcessGroupNCCL>(handle.store, options.rank,
-                                                                 options.world_size, nccl_opts);
-#endif
+      handle.group =
+          MakeNcclGroup(c10::make_intrusive<c10d::PrefixStore>("nccl", handle.store), options.rank,
+                        options.world_size, options.timeout, options.local_rank);
     }
+  } catch (const Error&) {
+    throw;
   } catch (const std::exception& e) {
     ThrowCollectiveError(what + " (waiting for all ranks to join)", e, options.timeout);
   }

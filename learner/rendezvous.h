@@ -1,16 +1,20 @@
 #pragma once
 
-// Rendezvous of the learner ranks: a c10d TCPStore for the handshake and a
-// process group for the collectives (Gloo on CPU; NCCL when built with
-// RLSWARM_WITH_CUDA and asked for). Every wait is bounded by
+// Rendezvous of the learner ranks: a c10d TCPStore for the handshake and
+// process groups for the collectives: Gloo on CPU; with Backend::kNccl (a
+// CUDA build) an NCCL group for the data plane plus a Gloo group beside it
+// for the control plane (communicator.h). Every wait is bounded by
 // RendezvousOptions::timeout, so a rank that never arrives, or dies later,
 // surfaces as a typed error instead of the 30-minute c10d default.
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <string_view>
+
+#include "learner/communicator.h"
+#include "learner/torch_adapter.h"
 
 namespace rlswarm::learner {
 
@@ -23,7 +27,7 @@ struct RendezvousOptions {
   uint16_t master_port = 29500;
   int rank = 0;
   int world_size = 1;
-  int local_rank = 0;  // which accelerator a CUDA rank uses
+  int local_rank = 0;  // which accelerator a CUDA rank uses: cuda:local_rank
   // Bounds the store connection, the wait for all ranks, and every collective.
   std::chrono::milliseconds timeout{10000};
   // Rank 0 hosts the TCPStore unless a launcher (or a test harness) already
@@ -39,14 +43,22 @@ struct RendezvousOptions {
   void Validate() const;
 };
 
-// What a rank holds after rendezvous. The store must outlive the group.
+std::string_view BackendName(Backend backend);
+// "gloo" or "nccl"; throws InvalidArgument otherwise.
+Backend ParseBackend(std::string_view name);
+
+// What a rank holds after rendezvous. The store must outlive the groups.
 struct ProcessGroupHandle {
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  GroupPtr group;    // data plane: Gloo, or NCCL
+  GroupPtr control;  // control plane: Gloo (the same group as `group` for Gloo)
   int rank = 0;
   int world_size = 1;
   uint16_t store_port = 0;  // the port actually bound/connected
   std::chrono::milliseconds timeout{0};
+
+  // A Communicator over both planes.
+  std::shared_ptr<Communicator> MakeCommunicator() const;
 };
 
 // Connects to (or hosts) the store and builds the process group. Blocks until

@@ -23,7 +23,9 @@ ShardedModel::ShardedModel(models::ModelSpec spec, ShardedModelOptions options,
   options_.Validate(spec_);
   const int world = comm_->world_size();
   const ShardingStrategy strategy = options_.sharding.strategy;
-  direct_ = world == 1 || strategy == ShardingStrategy::kNoShard;
+  // A 1-rank group (NCCL on one GPU) runs the sharded path through it, so
+  // the GPU code path runs on a one-GPU node too.
+  direct_ = (world == 1 && !comm_->has_group()) || strategy == ShardingStrategy::kNoShard;
   const int shard_count = direct_ ? 1 : world;
   const int rank = direct_ ? 0 : comm_->rank();
 
@@ -144,7 +146,13 @@ at::Tensor ShardedModel::ForwardSharded(at::Tensor x) {
 }
 
 void ShardedModel::ZeroGrad() {
+  runtime_->FinishGradients();  // a reduction still in flight must land first
   if (local_grad_.defined()) local_grad_.zero_();
+}
+
+at::Tensor ShardedModel::LocalGrad() const {
+  runtime_->FinishGradients();
+  return local_grad_;
 }
 
 FlatOptimizer& ShardedModel::optimizer() {
@@ -178,6 +186,9 @@ void ShardedModel::ClipGradients() {
 void ShardedModel::Step() {
   if (!optimizer_) throw FailedPrecondition("ShardedModel::Step on a non-trainable model");
   at::NoGradGuard no_grad;
+  // The reduce-scatters backward issued ran while backward went on; they
+  // must be complete before the gradients are clipped or applied.
+  runtime_->FinishGradients();
   if (options_.sharding.strategy == ShardingStrategy::kNoShard && comm_->world_size() > 1 &&
       options_.sharding.reduce_gradients) {
     AllReduceGradients();

@@ -96,7 +96,8 @@ class ShardedModel {
   // dtype, padding included and zero), and their gradient. For checkpoints:
   // layouts() says where each parameter's slice is.
   at::Tensor LocalShard() const { return local_flat_; }
-  at::Tensor LocalGrad() const { return local_grad_; }
+  // LocalGrad() first completes the gradient reductions still in flight.
+  at::Tensor LocalGrad() const;
   const std::vector<UnitLayout>& layouts() const;
   // Throws FailedPrecondition if not trainable.
   FlatOptimizer& optimizer();

@@ -34,6 +34,8 @@ std::string_view ReduceScatterImplName(ReduceScatterImpl impl) {
       return "allreduce";
     case ReduceScatterImpl::kNative:
       return "native";
+    case ReduceScatterImpl::kAuto:
+      return "auto";
   }
   return "?";
 }
@@ -42,8 +44,9 @@ ReduceScatterImpl ParseReduceScatterImpl(std::string_view name) {
   if (name == "alltoall") return ReduceScatterImpl::kAllToAll;
   if (name == "allreduce") return ReduceScatterImpl::kAllReduce;
   if (name == "native") return ReduceScatterImpl::kNative;
+  if (name == "auto") return ReduceScatterImpl::kAuto;
   throw InvalidArgument("unknown reduce-scatter '" + std::string(name) +
-                        "' (alltoall, allreduce, native)");
+                        "' (auto, alltoall, allreduce, native)");
 }
 
 void MixedPrecisionPolicy::Validate() const {

@@ -30,7 +30,7 @@ std::string_view ShardingStrategyName(ShardingStrategy strategy);
 ShardingStrategy ParseShardingStrategy(std::string_view name);
 
 std::string_view ReduceScatterImplName(ReduceScatterImpl impl);
-// "alltoall", "allreduce", "native" (NCCL); throws InvalidArgument otherwise.
+// "auto", "alltoall", "allreduce", "native"; throws InvalidArgument otherwise.
 ReduceScatterImpl ParseReduceScatterImpl(std::string_view name);
 
 // The dtypes of the three copies of the parameters (as torch FSDP's
@@ -56,7 +56,9 @@ struct ShardingOptions {
   // All-gathers issued ahead of the unit that needs them.
   int num_to_forward_prefetch = 1;
   int num_to_backward_prefetch = 1;
-  ReduceScatterImpl reduce_scatter = ReduceScatterImpl::kAllToAll;
+  // kAuto: the backend's own reduce-scatter where it has one (NCCL, Gloo in
+  // LibTorch 2.x), else all-to-all plus a local sum.
+  ReduceScatterImpl reduce_scatter = ReduceScatterImpl::kAuto;
   MixedPrecisionPolicy mixed_precision;
   // false skips the gradient reduction: each rank then steps on its local
   // gradient only. Wrong on purpose; only for the tests' negative control.

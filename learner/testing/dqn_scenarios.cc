@@ -67,7 +67,7 @@ void WriteBoth(ShardedModel& model, ShardedModel& target, const std::string& pre
 
 void Barrier(Communicator& comm) {
   at::Tensor t = at::zeros({1});
-  comm.AllReduceSum(t, "barrier").Wait();
+  comm.ControlAllReduceSum(t, "barrier");
 }
 
 bool Equal(const models::NamedTensors& a, const models::NamedTensors& b) {

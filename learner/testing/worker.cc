@@ -16,6 +16,7 @@
 #include <string>
 
 #include "common/errors.h"
+#include "learner/device_plan.h"
 #include "learner/rendezvous.h"
 #include "learner/sharded_model.h"
 #include "learner/testing/harness.h"
@@ -31,8 +32,11 @@ struct WorkerArgs {
   std::string dir;
 };
 
-ProcessGroupHandle Join(const WorkerArgs& a, std::chrono::milliseconds timeout) {
+ProcessGroupHandle Join(const WorkerArgs& a, std::chrono::milliseconds timeout,
+                        Backend backend = Backend::kGloo) {
   RendezvousOptions o;
+  o.backend = backend;
+  o.local_rank = a.rank;  // one host: rank r on cuda:r
   o.master_addr = "127.0.0.1";
   o.master_port = a.port;
   o.rank = a.rank;
@@ -41,6 +45,80 @@ ProcessGroupHandle Join(const WorkerArgs& a, std::chrono::milliseconds timeout) 
   o.host_store = false;  // the parent test hosts it
   o.gloo_hostname = "127.0.0.1";
   return Rendezvous(o);
+}
+
+// Every collective of the adapter on this group, against values each rank
+// can compute alone; one line "<name> <verdict>" each to
+// <dir>/collectives.rank<r>.txt.
+void CheckCollectives(Communicator& comm, const WorkerArgs& a) {
+  const int n = a.world_size;
+  const int r = a.rank;
+  std::ofstream out(a.dir + "/collectives.rank" + std::to_string(r) + ".txt");
+  // Rank q contributes (i mod 5) + q at element i: small integers, so every
+  // sum is exact in bfloat16 too.
+  auto contribution = [](int64_t numel, int q, at::ScalarType dtype) {
+    return (at::arange(numel, at::kDouble).remainder(5) + q).to(dtype);
+  };
+  auto sum_over_ranks = [&](int64_t numel, at::ScalarType dtype) {
+    at::Tensor s = at::zeros({numel}, at::kDouble);
+    for (int q = 0; q < n; ++q) s += contribution(numel, q, at::kDouble);
+    return s.to(dtype);
+  };
+  const int64_t k = 7;  // odd, so nothing lines up by accident
+  for (at::ScalarType dtype : {at::kFloat, at::kDouble, at::kBFloat16}) {
+    const std::string t = c10::toString(dtype);
+    at::Tensor full = at::empty({k * n}, at::TensorOptions().dtype(dtype));
+    comm.AllGather(contribution(k, r, dtype), full, "all-gather " + t).Wait();
+    at::Tensor expected = at::empty({k * n}, at::TensorOptions().dtype(dtype));
+    for (int q = 0; q < n; ++q) expected.narrow(0, q * k, k).copy_(contribution(k, q, dtype));
+    out << "allgather_" << t << " " << (at::equal(full, expected) ? "ok" : "wrong") << "\n";
+  }
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    const std::string t = c10::toString(dtype);
+    for (ReduceScatterImpl impl : {ReduceScatterImpl::kAllToAll, ReduceScatterImpl::kAllReduce,
+                                   ReduceScatterImpl::kNative, ReduceScatterImpl::kAuto}) {
+      std::string verdict;
+      try {
+        at::Tensor mine =
+            comm.ReduceScatterSum(contribution(k * n, r, dtype), impl, "reduce-scatter " + t);
+        verdict =
+            at::equal(mine, sum_over_ranks(k * n, dtype).narrow(0, r * k, k)) ? "ok" : "wrong";
+      } catch (const InvalidArgument&) {
+        verdict = "rejected";  // before anything was issued: no rank is left waiting
+      }
+      out << "reduce_scatter_" << ReduceScatterImplName(impl) << "_" << t << " " << verdict << "\n";
+    }
+    std::string verdict;
+    try {
+      at::Tensor x = contribution(k, r, dtype);
+      comm.AllReduceSum(x, "all-reduce " + t).Wait();
+      verdict = at::equal(x, sum_over_ranks(k, dtype)) ? "ok" : "wrong";
+    } catch (const InvalidArgument&) {
+      verdict = "rejected";
+    }
+    out << "allreduce_" << t << " " << verdict << "\n";
+  }
+  // Two reductions in flight at once complete in issue order, each with its
+  // own buffers.
+  PendingReduceScatter first =
+      comm.ReduceScatterSumAsync(contribution(k * n, r, at::kFloat), ReduceScatterImpl::kAuto, "a");
+  PendingReduceScatter second = comm.ReduceScatterSumAsync(contribution(k * n, r + 1, at::kFloat),
+                                                           ReduceScatterImpl::kAuto, "b");
+  at::Tensor b = second.Wait();
+  at::Tensor a_slice = first.Wait();
+  at::Tensor b_expected = sum_over_ranks(k * n, at::kFloat) + static_cast<float>(n);
+  out << "two_in_flight "
+      << (at::equal(a_slice, sum_over_ranks(k * n, at::kFloat).narrow(0, r * k, k)) &&
+                  at::equal(b, b_expected.narrow(0, r * k, k))
+              ? "ok"
+              : "wrong")
+      << "\n";
+  at::Tensor flag = at::full({1}, static_cast<double>(r));
+  comm.ControlAllReduceSum(flag, "control");
+  out << "control_allreduce " << (flag.item<double>() == n * (n - 1) / 2.0 ? "ok" : "wrong")
+      << "\n";
+  out << "stats " << (comm.stats().collectives > 0 && comm.stats().busy_seconds > 0 ? "ok" : "none")
+      << "\n";
 }
 
 // die_rank_at_step2 exits (no cleanup: a crash) at step 2, before the
@@ -54,7 +132,7 @@ void TrainSteps(ShardedModel& model, const models::ModelSpec& spec, int rank, in
     auto [x, y] = GlobalBatch(spec, step);
     at::Tensor q = model.Forward(x.narrow(0, rank * share, share));
     if (dies) _exit(7);
-    at::Tensor target = y.narrow(0, rank * share, share).to(q.scalar_type());
+    at::Tensor target = y.narrow(0, rank * share, share).to(q.device(), q.scalar_type());
     model.ZeroGrad();
     (q - target).pow(2).mean().backward();
     model.Step();
@@ -64,15 +142,7 @@ void TrainSteps(ShardedModel& model, const models::ModelSpec& spec, int rank, in
 void Equivalence(const WorkerArgs& a) {
   ProcessGroupHandle pg = Join(a, std::chrono::milliseconds(10000));
   auto comm = std::make_shared<Communicator>(pg.group, a.rank, a.world_size, pg.timeout);
-  // Gloo has no reduce_scatter: asking for the native one is a caller error,
-  // reported before any collective is issued (so no rank is left waiting).
-  int native_rejected = 0;
-  try {
-    comm->ReduceScatterSum(at::zeros({2 * a.world_size}), ReduceScatterImpl::kNative, "probe");
-  } catch (const InvalidArgument&) {
-    native_rejected = 1;
-  }
-  std::ofstream(a.dir + "/native_rs.rank" + std::to_string(a.rank) + ".txt") << native_rejected;
+  CheckCollectives(*comm, a);
   for (const TrainCase& c : EquivalenceCases()) {
     models::ModelSpec spec = CaseSpec(c.model);
     ShardedModel model(spec, c.options, comm);
@@ -109,6 +179,29 @@ void Equivalence(const WorkerArgs& a) {
   }
 }
 
+// The equivalence cases that CudaTrainingTest checks, on cuda:<rank> through
+// NCCL (a 1-rank NCCL group at world 1).
+void CudaEquivalence(const WorkerArgs& a) {
+  ProcessGroupHandle pg = Join(a, std::chrono::milliseconds(60000), Backend::kNccl);
+  std::shared_ptr<Communicator> comm = pg.MakeCommunicator();
+  const at::Device device(at::kCUDA, static_cast<c10::DeviceIndex>(a.rank));
+  CheckDistinctDevices(*comm, device, "this host");
+  std::ofstream(a.dir + "/cuda_device.rank" + std::to_string(a.rank) + ".txt")
+      << device.str() << " " << comm->backend();
+  for (TrainCase c : EquivalenceCases()) {
+    if (c.name != "full_shard" && c.name != "shard_grad_op" && c.name != "no_shard" &&
+        c.name != "mixed_bf16_compute_f32_master") {
+      continue;
+    }
+    c.options.device = device;
+    models::ModelSpec spec = CaseSpec(c.model);
+    ShardedModel model(spec, c.options, comm);
+    TrainSteps(model, spec, a.rank, a.world_size, -1);
+    models::NamedTensors full = model.FullParameters();
+    if (a.rank == 0) WriteDoubles(a.dir + "/cuda_" + c.name + ".bin", Flatten(full));
+  }
+}
+
 void Die(const WorkerArgs& a, bool in_backward) {
   ProcessGroupHandle pg = Join(a, std::chrono::milliseconds(3000));
   auto comm = std::make_shared<Communicator>(pg.group, a.rank, a.world_size, pg.timeout);
@@ -129,6 +222,8 @@ int WorkerMain(int argc, char** argv) {
   try {
     if (a.scenario == "equivalence") {
       Equivalence(a);
+    } else if (a.scenario == "cuda_equivalence") {
+      CudaEquivalence(a);
     } else if (a.scenario == "die") {
       Die(a, false);
     } else if (a.scenario == "die_in_backward") {

@@ -1,0 +1,87 @@
+#pragma once
+
+// The one place that knows which LibTorch the learner is built against.
+//
+// rlswarm builds against two LibTorch releases from one tree: Debian's 1.13
+// (CPU only, the default build) and PyPI's 2.x wheel (CUDA + NCCL, the GPU
+// build). What differs between them for the learner lives here and nowhere
+// else:
+//  - the type that carries collectives: in 1.13 ProcessGroupGloo is a
+//    c10d::ProcessGroup; in 2.x Gloo and NCCL are c10d::Backends (a 2.x
+//    ProcessGroup is only a dispatcher over backends by device type, and we
+//    issue collectives on the backend directly);
+//  - process-group construction (Gloo options, NCCL, which exists only in a
+//    CUDA build);
+//  - what each backend can do: Gloo in 1.13 has no reduce-scatter and cannot
+//    sum bfloat16; Gloo in 2.x has `_reduce_scatter_base`;
+//  - the storage trick that frees a gathered buffer in place and re-allocates
+//    it under the views autograd saved (StorageImpl internals).
+// Nothing here blocks except group construction, which waits for every rank
+// (bounded by the timeout given).
+
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/api/include/torch/version.h>
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+namespace rlswarm::learner {
+
+#if TORCH_VERSION_MAJOR >= 2
+using CollectiveGroup = c10d::Backend;
+#else
+using CollectiveGroup = c10d::ProcessGroup;
+#endif
+using GroupPtr = c10::intrusive_ptr<CollectiveGroup>;
+
+// "LibTorch 1.13.1 (CPU)" or "LibTorch 2.11.0 (CUDA 13.0)".
+std::string TorchBuildDescription();
+// True when this binary was built against a CUDA LibTorch (RLSWARM_WITH_CUDA).
+bool BuiltWithCuda();
+// GPUs this process sees; 0 on a CPU build or a machine without a GPU.
+int CudaDeviceCount();
+
+// A Gloo group over `store` (CPU tensors). `hostname` is the address Gloo
+// binds and announces for its pair connections; empty = this host's name.
+GroupPtr MakeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size,
+                       std::chrono::milliseconds timeout, const std::string& hostname);
+// An NCCL group over `store` for tensors on cuda:`device_index`. Throws
+// InvalidArgument on a build without CUDA. NCCL communicators start lazily
+// (at the first collective), so success here does not prove that every rank
+// can run one.
+GroupPtr MakeNcclGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size,
+                       std::chrono::milliseconds timeout, int device_index);
+
+// "gloo" or "nccl".
+std::string BackendName(const CollectiveGroup& group);
+// The backend's own reduce-scatter (`_reduce_scatter_base`) exists: NCCL,
+// and Gloo from LibTorch 2.x on.
+bool HasNativeReduceScatter(const CollectiveGroup& group);
+// The backend can sum bfloat16 tensors (not Gloo in 1.13).
+bool CanSumBFloat16(const CollectiveGroup& group);
+// The backend can move bfloat16 tensors (Gloo in 1.13 cannot: an all-gather
+// then moves them as half, the same bytes).
+bool CanMoveBFloat16(const CollectiveGroup& group);
+
+// How long a completed collective ran on its device, from the backend's own
+// CUDA events (NCCL in LibTorch 2.x, with TORCH_NCCL_ENABLE_TIMING=1); a
+// negative value where the backend or the release does not time its work.
+double DeviceDurationSeconds(const c10d::Work& work);
+
+// Frees the memory behind `tensor`'s storage in place: every view of it
+// (those autograd saved included) stays valid and sees 0 bytes until
+// ReallocateStorage. `resize_(0)` on an alias would not free it.
+void ReleaseStorage(const at::Tensor& tensor);
+// Gives a released storage `nbytes` of fresh memory from its own allocator
+// (the CUDA caching allocator for a CUDA tensor).
+void ReallocateStorage(const at::Tensor& tensor, size_t nbytes);
+
+}  // namespace rlswarm::learner
