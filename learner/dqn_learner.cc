@@ -11,34 +11,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-at::ScalarType ToScalarType(DType dtype) {
-  switch (dtype) {
-    case DType::kBool:
-      return at::kBool;
-    case DType::kUInt8:
-      return at::kByte;
-    case DType::kInt32:
-      return at::kInt;
-    case DType::kInt64:
-      return at::kLong;
-    case DType::kFloat32:
-      return at::kFloat;
-    case DType::kFloat64:
-      return at::kDouble;
-  }
-  throw InvalidArgument("learner: unknown dtype");
-}
-
-// A view of a sampled field's bytes (no copy): valid while `batch` lives.
-at::Tensor FieldTensor(const replay::SampledBatch& batch, const char* name) {
-  for (const replay::SampledField& f : batch.fields) {
-    if (f.name == name) {
-      return at::from_blob(f.data.get(), f.shape, at::TensorOptions().dtype(ToScalarType(f.dtype)));
-    }
-  }
-  throw InvalidArgument(std::string("learner: sampled batch has no field '") + name + "'");
-}
-
 // SplitMix64 finaliser: decorrelates the per-rank sampler seeds.
 uint64_t Mix(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -57,6 +29,7 @@ DqnLearner::DqnLearner(models::ModelSpec spec, DqnLearnerOptions options,
   options_.Validate(spec_, comm_->world_size());
   local_batch_ = options_.batch_size / comm_->world_size();
   online_ = std::make_unique<ShardedModel>(spec_, options_.model, comm_);
+  stager_ = std::make_unique<BatchStager>(options_.model.device);
   target_ = online_->MakeTarget();
   if (options_.publish_interval > 0) {
     broadcaster_ = std::make_unique<WeightsBroadcaster>(options_.publishing, *online_);
@@ -88,22 +61,24 @@ std::optional<std::string> DqnLearner::Resume() {
 }
 
 std::vector<double> DqnLearner::TrainOn(const replay::SampledBatch& batch) {
+  // A staged copy of the caller's batch: views on the CPU (the bytes are
+  // shared, not copied), a device copy on CUDA.
+  return TrainOnStaged(stager_->Stage(batch));
+}
+
+std::vector<double> DqnLearner::TrainOnStaged(const StagedBatch& batch) {
   const auto t0 = Clock::now();
+  stager_->MakeReady(batch);
   const at::ScalarType dtype = options_.model.sharding.mixed_precision.param_dtype;
   const at::Device device = options_.model.device;
-  auto input = [&](const char* name) { return FieldTensor(batch, name).to(device, dtype); };
+  auto input = [&](const char* name) { return batch.Field(name).to(device, dtype); };
   at::Tensor obs = input(replay::transition::kObservation);
   at::Tensor next_obs = input(replay::transition::kNextObservation);
   DqnTargets targets;
-  targets.action =
-      FieldTensor(batch, replay::transition::kAction).to(device, at::kLong).reshape(-1);
-  targets.reward = FieldTensor(batch, replay::transition::kReward).to(device).reshape(-1);
-  targets.discount = FieldTensor(batch, replay::transition::kDiscount).to(device).reshape(-1);
-  if (batch.weights.size() == static_cast<size_t>(batch.size())) {
-    targets.weights = at::from_blob(const_cast<double*>(batch.weights.data()), {batch.size()},
-                                    at::TensorOptions().dtype(at::kDouble))
-                          .to(device);
-  }
+  targets.action = batch.Field(replay::transition::kAction).to(device, at::kLong).reshape(-1);
+  targets.reward = batch.Field(replay::transition::kReward).to(device).reshape(-1);
+  targets.discount = batch.Field(replay::transition::kDiscount).to(device).reshape(-1);
+  if (batch.weights.defined()) targets.weights = batch.weights.to(device);
 
   at::Tensor next_target;
   {
@@ -122,13 +97,21 @@ std::vector<double> DqnLearner::TrainOn(const replay::SampledBatch& batch) {
   result.loss.backward();
   online_->Step();
 
-  at::Tensor priorities = result.priorities.cpu().contiguous();
-  const double* p = priorities.data_ptr<double>();
-  sum_loss_ += result.loss.item<double>();
-  sum_abs_td_ += result.td_error.abs().mean().item<double>();
+  // One device-to-host copy for what the host needs of this update (the
+  // priorities for replay, the loss and mean |TD| for the metrics): the one
+  // synchronisation an update needs on CUDA; free on the CPU.
+  at::NoGradGuard no_grad;
+  const at::Tensor summary = at::cat({result.priorities.to(at::kDouble).reshape(-1),
+                                      result.loss.detach().to(at::kDouble).reshape(1),
+                                      result.td_error.abs().mean().to(at::kDouble).reshape(1)})
+                                 .cpu();
+  const double* p = summary.data_ptr<double>();
+  const int64_t n = summary.numel() - 2;
+  sum_loss_ += p[n];
+  sum_abs_td_ += p[n + 1];
   sum_grad_norm_ += online_->last_grad_norm();
   sum_train_s_ += Seconds(Clock::now() - t0);
-  return std::vector<double>(p, p + priorities.numel());
+  return std::vector<double>(p, p + n);
 }
 
 void DqnLearner::UpdateTarget() {
@@ -143,7 +126,7 @@ bool DqnLearner::Update() {
   if (!sampler_) throw FailedPrecondition("learner: no replay endpoints");
   const auto t0 = Clock::now();
   // Keeps the sampled bytes alive while the tensors view them.
-  replay::SampledBatch batch;
+  StagedBatch batch;
   try {
     batch = NextBatch();
   } catch (const DeadlineExceeded& e) {
@@ -156,16 +139,17 @@ bool DqnLearner::Update() {
   }
   sum_sample_s_ += Seconds(Clock::now() - t0);
   if (options_.prefetch) {
-    prefetched_ = std::async(std::launch::async, [this] { return sampler_->Sample(local_batch_); });
+    prefetched_ = std::async(std::launch::async,
+                             [this] { return stager_->Stage(sampler_->Sample(local_batch_)); });
   }
-  for (int64_t v : batch.policy_versions) {
+  for (int64_t v : batch.host.policy_versions) {
     if (v > 0) {
       sum_staleness_ += static_cast<double>(updates_ - v);
       ++staleness_items_;
     }
   }
-  const std::vector<double> priorities = TrainOn(batch);
-  if (options_.update_priorities) sampler_->UpdatePriorities(batch.keys, priorities);
+  const std::vector<double> priorities = TrainOnStaged(batch);
+  if (options_.update_priorities) sampler_->UpdatePriorities(batch.host.keys, priorities);
   ++updates_;
   ++interval_updates_;
   UpdateTarget();
@@ -177,9 +161,9 @@ bool DqnLearner::Update() {
   return true;
 }
 
-replay::SampledBatch DqnLearner::NextBatch() {
-  if (!prefetched_.valid()) return sampler_->Sample(local_batch_);
-  std::future<replay::SampledBatch> pending = std::move(prefetched_);
+StagedBatch DqnLearner::NextBatch() {
+  if (!prefetched_.valid()) return stager_->Stage(sampler_->Sample(local_batch_));
+  std::future<StagedBatch> pending = std::move(prefetched_);
   return pending.get();  // rethrows the sampler's DeadlineExceeded / Unavailable
 }
 
@@ -199,7 +183,7 @@ void DqnLearner::Publish() {
 bool DqnLearner::AgreeToStop(bool local_stop) {
   if (comm_->world_size() == 1) return local_stop;
   at::Tensor flag = at::full({1}, local_stop ? 1.0f : 0.0f);
-  comm_->AllReduceSum(flag, "stop").Wait();
+  comm_->ControlAllReduceSum(flag, "stop");
   return flag.item<float>() > 0;
 }
 

@@ -11,10 +11,13 @@
 // (checkpoint.h).
 //
 // Data path of one update:
-//   Sample(B / W) -> SampledBatch (bytes) -> at::from_blob (no copy) ->
-//   (with options.prefetch the next batch is sampled meanwhile) ->
-//   online Forward([s; s']), target Forward(s') -> DqnLoss -> backward
-//   (reduce-scatter) -> Step -> UpdatePriorities -> target update.
+//   Sample(B / W) -> SampledBatch (bytes) -> BatchStager: at::from_blob on
+//   the CPU (no copy), pinned memory + asynchronous copy on a CUDA copy
+//   stream (device_copies.h) -> (with options.prefetch the next batch is
+//   sampled and staged meanwhile on a helper thread) -> online
+//   Forward([s; s']), target Forward(s') -> DqnLoss -> backward
+//   (reduce-scatters, asynchronous) -> Step -> one device-to-host copy of
+//   the priorities and the metrics -> UpdatePriorities -> target update.
 //
 // Collective contract: Update(), TrainOn(), SaveCheckpoint(), Publish()
 // (full mode) and AgreeToStop() are collectives: every rank calls them in
@@ -28,6 +31,7 @@
 #include <string>
 
 #include "learner/checkpoint.h"
+#include "learner/device_copies.h"
 #include "learner/dqn_learner_options.h"
 #include "learner/sharded_model.h"
 #include "learner/weights_broadcaster.h"
@@ -77,6 +81,8 @@ class DqnLearner {
   // new priorities (|TD| + epsilon, one per row). Does not touch replay or
   // the target network. Collective.
   std::vector<double> TrainOn(const replay::SampledBatch& batch);
+  // The same on a batch BatchStager staged (already on the device).
+  std::vector<double> TrainOnStaged(const StagedBatch& batch);
 
   // Updates the target network as the options say, for update `updates()`.
   void UpdateTarget();
@@ -104,8 +110,8 @@ class DqnLearner {
 
  private:
   void ResetSampler();
-  // The next batch: the prefetched one, or sampled now.
-  replay::SampledBatch NextBatch();
+  // The next batch: the prefetched one, or sampled and staged now.
+  StagedBatch NextBatch();
 
   models::ModelSpec spec_;
   DqnLearnerOptions options_;
@@ -115,10 +121,11 @@ class DqnLearner {
   std::unique_ptr<ShardedModel> target_;
   std::unique_ptr<WeightsBroadcaster> broadcaster_;
   std::unique_ptr<replay::ReplaySampler> sampler_;
-  // options.prefetch: the next update's batch, sampled on another thread
-  // while this one trains. Declared after sampler_: destroyed (waited for)
-  // first.
-  std::future<replay::SampledBatch> prefetched_;
+  std::unique_ptr<BatchStager> stager_;
+  // options.prefetch: the next update's batch, sampled and staged on
+  // another thread while this one trains. Declared after sampler_ and
+  // stager_: destroyed (waited for) first.
+  std::future<StagedBatch> prefetched_;
   int64_t updates_ = 0;
   uint64_t published_version_ = 0;
 

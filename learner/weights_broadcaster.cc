@@ -1,6 +1,7 @@
 #include "learner/weights_broadcaster.h"
 
 #include <ATen/ATen.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
@@ -42,10 +43,16 @@ std::string OffsetEndpointPort(const std::string& endpoint, int offset) {
   }
 }
 
-models::NamedTensors LocalWeightsPart(const ShardedModel& model) {
+namespace {
+
+// The slices of this rank's flat local shard that parts mode publishes:
+// every parameter it holds elements of, named as weights_parts.h says. In
+// full mode on a direct model (one shard) the slices are the whole
+// parameters under their own names.
+void DescribeLocalSlices(const ShardedModel& model, bool as_parts, std::vector<std::string>* names,
+                         std::vector<int64_t>* offsets, std::vector<int64_t>* numels,
+                         std::vector<std::vector<int64_t>>* shapes) {
   const int shard = ShardIndex(model);
-  const at::Tensor local = model.LocalShard();
-  models::NamedTensors part;
   int index = 0;
   for (const UnitLayout& u : model.layouts()) {
     const int64_t begin = static_cast<int64_t>(shard) * u.shard_numel;
@@ -54,17 +61,18 @@ models::NamedTensors LocalWeightsPart(const ShardedModel& model) {
       const int64_t from = std::max(begin, p.offset);
       const int64_t to = std::min(end, p.offset + p.numel);
       if (from < to) {
-        // A copy: the shard is updated in place by the next Step while the
-        // publisher may still be packing this version.
-        part.emplace_back(models::WeightsPartName(p.name, index, p.shape, from - p.offset),
-                          local.narrow(0, u.local_offset + from - begin, to - from)
-                              .to(at::kCPU, /*non_blocking=*/false, /*copy=*/true));
+        names->push_back(as_parts ? models::WeightsPartName(p.name, index, p.shape, from - p.offset)
+                                  : p.name);
+        offsets->push_back(u.local_offset + from - begin);
+        numels->push_back(to - from);
+        shapes->push_back(as_parts ? std::vector<int64_t>{to - from} : p.shape);
       }
       ++index;
     }
   }
-  return part;
 }
+
+}  // namespace
 
 WeightsBroadcaster::WeightsBroadcaster(WeightsPublishingOptions options, ShardedModel& model)
     : options_(std::move(options)), model_(model) {
@@ -78,21 +86,100 @@ WeightsBroadcaster::WeightsBroadcaster(WeightsPublishingOptions options, Sharded
     po.snapshot_endpoint = OffsetEndpointPort(po.snapshot_endpoint, rank);
     po.name.append("-").append(std::to_string(rank));  // (+ trips GCC 12 -Wstringop-overflow)
   }
-  if (publishes) publisher_ = std::make_unique<rpc::Publisher>(po);
+  if (publishes) {
+    publisher_ = std::make_unique<rpc::Publisher>(po);
+    sender_ = std::thread([this] { SendLoop(); });
+  }
 }
 
-WeightsBroadcaster::~WeightsBroadcaster() = default;
+WeightsBroadcaster::~WeightsBroadcaster() {
+  if (!sender_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;  // the loop sends what is waiting first
+  }
+  cv_.notify_all();
+  sender_.join();
+}
 
 void WeightsBroadcaster::Publish(uint64_t version) {
-  if (options_.mode == PublishMode::kFull) {
+  Job job;
+  job.version = version;
+  const bool parts = options_.mode == PublishMode::kParts;
+  if (!parts && !model_.direct()) {
     models::NamedTensors full = model_.FullParameters();  // collective
-    for (auto& [name, t] : full) t = t.cpu();             // no copy on CPU
-    if (publisher_) publisher_->Publish(version, models::EncodeWeights(full));
-    return;
+    if (!publisher_) return;
+    std::vector<at::Tensor> flat;
+    int64_t offset = 0;
+    for (const auto& [name, t] : full) {
+      job.names.push_back(name);
+      job.offsets.push_back(offset);
+      job.numels.push_back(t.numel());
+      job.shapes.push_back(t.sizes().vec());
+      offset += t.numel();
+      flat.push_back(t.reshape(-1));
+    }
+    // One device-to-host copy of the whole model.
+    job.flat = CopyToHostAsync(at::cat(flat));
+  } else {
+    if (!publisher_) return;
+    DescribeLocalSlices(model_, parts, &job.names, &job.offsets, &job.numels, &job.shapes);
+    // One device-to-host copy of this rank's flat shard (on the CPU a copy:
+    // the next Step updates the shard in place).
+    job.flat = CopyToHostAsync(model_.LocalShard());
+    if (parts) {
+      job.shard = ShardIndex(model_);
+      job.num_shards = num_parts_;
+    }
   }
-  if (!publisher_) return;
-  publisher_->Publish(
-      version, models::EncodeWeights(LocalWeightsPart(model_), ShardIndex(model_), num_parts_));
+  {
+    std::lock_guard lock(mu_);
+    waiting_ = std::move(job);  // replaces a version not yet sent: the newest wins
+  }
+  cv_.notify_all();
+}
+
+void WeightsBroadcaster::Flush() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return !waiting_ && !sending_; });
+}
+
+int64_t WeightsBroadcaster::send_errors() const {
+  std::lock_guard lock(mu_);
+  return send_errors_;
+}
+
+void WeightsBroadcaster::SendLoop() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return waiting_ || stop_; });
+    if (!waiting_) return;  // stopped with nothing left to send
+    Job job = std::move(*waiting_);
+    waiting_.reset();
+    sending_ = true;
+    lock.unlock();
+    bool ok = true;
+    try {
+      Send(job);
+    } catch (const std::exception& e) {
+      ok = false;
+      spdlog::warn("weights version {} not published: {}", job.version, e.what());
+    }
+    lock.lock();
+    sending_ = false;
+    if (!ok) ++send_errors_;
+    cv_.notify_all();  // Flush
+  }
+}
+
+void WeightsBroadcaster::Send(Job& job) {
+  job.flat.Wait();
+  models::NamedTensors named;
+  for (size_t i = 0; i < job.names.size(); ++i) {
+    named.emplace_back(job.names[i],
+                       job.flat.host.narrow(0, job.offsets[i], job.numels[i]).view(job.shapes[i]));
+  }
+  publisher_->Publish(job.version, models::EncodeWeights(named, job.shard, job.num_shards));
 }
 
 std::string WeightsBroadcaster::endpoint() const {

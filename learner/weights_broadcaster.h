@@ -14,12 +14,25 @@
 // With no_shard (or world 1) there is one shard, so kParts is kFull without
 // the gather.
 //
-// Not thread-safe: the training thread drives it.
+// Training never waits for a broadcast: Publish() does the gather (kFull)
+// and one device-to-host copy of the flat parameters on the training thread
+// (asynchronous on CUDA, device_copies.h) and hands the host copy to the
+// broadcaster's sender thread, which waits for the copy, encodes and
+// publishes. One version waits at most; a newer one replaces it (the newest
+// wins, subscribers skip versions anyway).
+//
+// Not thread-safe: the training thread drives it (its sender thread is
+// internal and joined in the destructor, after the last version went out).
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 
+#include "learner/device_copies.h"
 #include "learner/sharded_model.h"
 #include "rpc/broadcast.h"
 
@@ -36,10 +49,6 @@ struct WeightsPublishingOptions {
   rpc::PublisherOptions publisher;
 };
 
-// This rank's part of the parameters (see weights_parts.h): its slice of
-// every parameter it holds elements of, copied. Local.
-models::NamedTensors LocalWeightsPart(const ShardedModel& model);
-
 // "tcp://host:47100" -> "tcp://host:(47100 + offset)"; "...:*" unchanged.
 // Throws InvalidArgument on an endpoint without a port.
 std::string OffsetEndpointPort(const std::string& endpoint, int offset);
@@ -51,9 +60,15 @@ class WeightsBroadcaster {
   WeightsBroadcaster(WeightsPublishingOptions options, ShardedModel& model);
   ~WeightsBroadcaster();
 
-  // Publishes the current parameters as `version` (> the last one).
-  // kFull: a collective (every rank must call it). kParts: local.
+  // Publishes the current parameters as `version` (> the last one):
+  // returns once the host copy is queued, before the blob is sent.
+  // kFull: a collective (every rank must call it). kParts: local. Throws
+  // what the gather throws; an error while sending is logged and counted
+  // (send_errors()).
   void Publish(uint64_t version);
+  // Blocks until every version handed to Publish was sent (or failed).
+  void Flush();
+  int64_t send_errors() const;
 
   bool publishes() const { return publisher_ != nullptr; }
   // The bound endpoints; "" on a rank that does not publish.
@@ -66,6 +81,26 @@ class WeightsBroadcaster {
   ShardedModel& model_;
   int num_parts_ = 1;
   std::unique_ptr<rpc::Publisher> publisher_;
+
+  // A version on its way to the sender thread.
+  struct Job {
+    uint64_t version = 0;
+    HostCopy flat;                   // the flat parameters (or this rank's shard)
+    std::vector<std::string> names;  // per slice of `flat`
+    std::vector<int64_t> offsets, numels;
+    std::vector<std::vector<int64_t>> shapes;
+    int shard = 0, num_shards = 1;
+  };
+  void SendLoop();
+  void Send(Job& job);
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<Job> waiting_;  // guarded by mu_
+  bool sending_ = false;        // guarded by mu_
+  bool stop_ = false;           // guarded by mu_
+  int64_t send_errors_ = 0;     // guarded by mu_
+  std::thread sender_;          // last: starts after, joins before the rest
 };
 
 }  // namespace rlswarm::learner
