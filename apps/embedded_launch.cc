@@ -14,6 +14,7 @@
 #include "apps/metrics_http_server.h"
 #include "apps/role_options.h"
 #include "apps/run_monitor.h"
+#include "learner/device_plan.h"
 #include "learner/dqn_learner.h"
 #include "replay/service/replay_service.h"
 
@@ -36,6 +37,17 @@ class LearnerThread {
     options.sampler.timeout = std::min(options.sampler.timeout, std::chrono::milliseconds(250));
     options.log_interval = std::chrono::milliseconds(0);
     options.update_priorities = config.replay.selector == "prioritized";
+    // One rank in this process: learner.device is honoured (on a GPU the
+    // model runs on cuda:0), but no process group is built, so the model
+    // takes the direct path (backend none).
+    try {
+      options.model.device =
+          learner::PlanDevice({config.learner.device, config.learner.backend, 0, 1},
+                              learner::ThisProcessInventory())
+              .device;
+    } catch (const InvalidArgument& e) {
+      throw ConfigError(e.what());
+    }
     max_updates_ = config.learner.max_updates;
     dqn_ = std::make_unique<learner::DqnLearner>(config.ModelSpec(), options,
                                                  std::make_shared<learner::Communicator>());

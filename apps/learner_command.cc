@@ -7,7 +7,9 @@
 #include <malloc.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +20,7 @@
 #include "apps/experiment_config.h"
 #include "apps/process_control.h"
 #include "common/logging.h"
+#include "learner/device_plan.h"
 #include "learner/dqn_learner.h"
 #include "learner/env_rendezvous.h"
 
@@ -30,6 +33,7 @@ struct LearnerArgs {
   int world_size = -1;
   std::string master_addr;
   int master_port = -1;
+  int local_rank = -1;  // -1: LOCAL_RANK / SLURM_LOCALID, or 0
   std::string weights_endpoint_file;
   bool print_config = false;
   std::vector<std::string> overrides;
@@ -50,8 +54,44 @@ learner::RendezvousOptions RendezvousFrom(const LearnerArgs& args, const Experim
   if (args.world_size >= 1) o.world_size = args.world_size;
   if (!args.master_addr.empty()) o.master_addr = args.master_addr;
   if (args.master_port >= 0) o.master_port = static_cast<uint16_t>(args.master_port);
+  if (args.local_rank >= 0) o.local_rank = args.local_rank;
   o.Validate();
   return o;
+}
+
+// learner.device / learner.backend for this rank; a refusal is a config
+// error (exit 2) that names the key.
+learner::DevicePlan PlanThisRank(const ExperimentConfig& config,
+                                 const learner::RendezvousOptions& rendezvous,
+                                 const std::string& file) {
+  try {
+    return learner::PlanDevice({config.learner.device, config.learner.backend,
+                                rendezvous.local_rank, rendezvous.world_size},
+                               learner::ThisProcessInventory());
+  } catch (const InvalidArgument& e) {
+    throw ConfigError(file + ": " + e.what());
+  }
+}
+
+// NCCL reads its settings from the environment when its communicator starts.
+void ConfigureNccl(const ExperimentConfig& config) {
+  // Errors and timeouts of NCCL collectives surface as exceptions in the
+  // waiting thread, after NCCL's watchdog aborted the communicator (2 =
+  // clean up only), instead of tearing the process down (1): the learner
+  // then exits non-zero and the launcher restarts the group.
+  setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2", /*overwrite=*/0);
+  const std::string& level = config.learner.nccl_debug;
+  if (level != "off") {
+    std::string upper = level;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    setenv("NCCL_DEBUG", upper.c_str(), /*overwrite=*/1);
+  }
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
 }
 
 // True when SIGTERM or SIGINT is pending (they are blocked, so nothing else
@@ -82,22 +122,29 @@ void RunLearner(const LearnerArgs& args) {
   // The models are small: one intra-op thread per rank, ranks share cores.
   at::set_num_threads(1);
 
-  const learner::RendezvousOptions rendezvous = RendezvousFrom(args, config);
+  learner::RendezvousOptions rendezvous = RendezvousFrom(args, config);
   InitLogging("learner-" + std::to_string(rendezvous.rank), ParseLogLevel(config.log.level));
+  const learner::DevicePlan plan = PlanThisRank(config, rendezvous, args.config_file);
+  rendezvous.backend = plan.backend;
+  if (plan.backend == learner::Backend::kNccl) ConfigureNccl(config);
+  spdlog::info("{}; device {}, backend {}", learner::TorchBuildDescription(), plan.device.str(),
+               plan.needs_group ? learner::BackendName(plan.backend) : "none (one rank)");
 
   std::shared_ptr<learner::Communicator> comm;
   learner::ProcessGroupHandle group;  // the store must outlive the group
-  if (rendezvous.world_size == 1) {
+  if (!plan.needs_group) {
     comm = std::make_shared<learner::Communicator>();  // no store, no group
   } else {
     group = learner::Rendezvous(rendezvous);
-    comm = std::make_shared<learner::Communicator>(group.group, group.rank, group.world_size,
-                                                   group.timeout);
+    comm = group.MakeCommunicator();
+    learner::CheckDistinctDevices(*comm, plan.device, HostName());
   }
   learner::DqnLearnerOptions options = config.learner.ToLearnerOptions(
       config.replay.ToSamplerOptions(config.security.ToClientOptions()),
       config.security.ToServerOptions());
   options.update_priorities = config.replay.selector == "prioritized";
+  options.model.device = plan.device;
+  options.model.sharding.mixed_precision = config.learner.MixedPrecision(comm->can_sum_bfloat16());
   learner::DqnLearner dqn(config.ModelSpec(), options, comm);
   if (auto dir = dqn.Resume()) spdlog::info("resumed from {} at update {}", *dir, dqn.updates());
 
@@ -155,6 +202,9 @@ void AddLearnerCommand(CLI::App& app) {
                   "Rendezvous address (default: MASTER_ADDR, or learner.master_addr)");
   cmd->add_option("--master-port", args->master_port,
                   "Rendezvous port (default: MASTER_PORT, or learner.master_port)");
+  cmd->add_option("--local-rank", args->local_rank,
+                  "This rank's index on its node: it computes on cuda:<local rank> (default: "
+                  "LOCAL_RANK / SLURM_LOCALID, or 0)");
   cmd->add_option("--weights-endpoint-file", args->weights_endpoint_file,
                   "Write the weights PUB and snapshot endpoints (two lines) to this file "
                   "(parts mode: rank r > 0 writes FILE.rank<r>)");

@@ -26,8 +26,7 @@ learner::DqnLearnerOptions LearnerSection::ToLearnerOptions(
   o.model.optimizer.max_grad_norm = max_grad_norm;
   o.model.sharding.strategy = learner::ParseShardingStrategy(strategy);
   o.model.sharding.layers_per_unit.assign(layers_per_unit.begin(), layers_per_unit.end());
-  o.model.sharding.mixed_precision =
-      learner::MixedPrecisionPolicy::Uniform(dtype == "float64" ? at::kDouble : at::kFloat);
+  o.model.sharding.mixed_precision = MixedPrecision();
   o.model.seed = seed;
   o.loss.huber_delta = huber_delta;
   o.loss.priority_epsilon = priority_epsilon;
@@ -48,6 +47,29 @@ learner::DqnLearnerOptions LearnerSection::ToLearnerOptions(
   o.prefetch = prefetch;
   o.log_interval = std::chrono::milliseconds(static_cast<int64_t>(log_interval_s * 1000));
   return o;
+}
+
+namespace {
+
+at::ScalarType DTypeNamed(const std::string& name) {
+  if (name == "float64") return at::kDouble;
+  if (name == "bfloat16") return at::kBFloat16;
+  return at::kFloat;
+}
+
+}  // namespace
+
+learner::MixedPrecisionPolicy LearnerSection::MixedPrecision(bool can_sum_bfloat16) const {
+  learner::MixedPrecisionPolicy p;
+  p.master_dtype = DTypeNamed(dtype);
+  p.param_dtype = param_dtype == "auto" ? p.master_dtype : DTypeNamed(param_dtype);
+  if (reduce_dtype != "auto") {
+    p.reduce_dtype = DTypeNamed(reduce_dtype);
+  } else {
+    p.reduce_dtype =
+        p.param_dtype == at::kBFloat16 && !can_sum_bfloat16 ? at::kFloat : p.param_dtype;
+  }
+  return p;
 }
 
 learner::RendezvousOptions LearnerSection::ToRendezvousDefaults() const {

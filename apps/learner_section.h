@@ -18,6 +18,7 @@
 namespace rlswarm::learner {
 struct DqnLearnerOptions;
 struct RendezvousOptions;
+struct MixedPrecisionPolicy;
 }  // namespace rlswarm::learner
 namespace rlswarm::replay {
 struct ReplaySamplerOptions;
@@ -38,6 +39,11 @@ struct LearnerSection {
   std::string strategy = "full_shard";
   std::vector<std::int64_t> layers_per_unit;
   std::string dtype = "float32";
+  std::string param_dtype = "auto";
+  std::string reduce_dtype = "auto";
+  std::string device = "auto";
+  std::string backend = "auto";
+  std::string nccl_debug = "off";
   std::uint64_t seed = 0;
   std::int64_t max_updates = 0;
   bool prefetch = true;
@@ -78,7 +84,30 @@ struct LearnerSection {
     v.Field("layers_per_unit", layers_per_unit,
             "sharding units: consecutive layers per unit (e.g. [3]: the CartPole MLP as one "
             "unit, one all-gather per forward); empty = one unit per layer");
-    v.Choice("dtype", dtype, "parameter, gradient and master dtype", {"float32", "float64"});
+    v.Choice("dtype", dtype,
+             "master dtype: the sharded parameters, their gradients and the optimizer state",
+             {"float32", "float64"});
+    v.Choice("param_dtype", param_dtype,
+             "dtype of the gathered parameters the forward and backward compute in (FSDP2's "
+             "MixedPrecisionPolicy.param_dtype; bfloat16 on GPUs); auto = dtype",
+             {"auto", "float32", "float64", "bfloat16"});
+    v.Choice("reduce_dtype", reduce_dtype,
+             "dtype of the gradients on the wire (reduce-scatter / all-reduce); auto = "
+             "param_dtype, or float32 where the backend cannot sum bfloat16 (Gloo in LibTorch "
+             "1.13)",
+             {"auto", "float32", "float64", "bfloat16"});
+    v.Choice("device", device,
+             "where this rank computes: cuda = cuda:LOCAL_RANK (needs the CUDA build); auto = "
+             "cuda when the build has CUDA and a GPU is visible, else cpu",
+             {"auto", "cpu", "cuda"});
+    v.Choice("backend", backend,
+             "collectives of parameters and gradients: nccl (GPUs; a CPU Gloo group beside it "
+             "carries the control plane) or gloo (CPU); auto = nccl on cuda, gloo on cpu. With "
+             "nccl a process group is built even at one rank",
+             {"auto", "gloo", "nccl"});
+    v.Choice("nccl_debug", nccl_debug,
+             "NCCL's own log (sets NCCL_DEBUG for this rank); off = leave the environment as it is",
+             {"off", "warn", "info", "trace"});
     v.Field("seed", seed, "model init seed (replay sampling uses replay.seed and the rank)");
     v.Field("max_updates", max_updates, "stop after this many updates; 0 = until SIGTERM",
             Bounds{0, 1e15});
@@ -123,6 +152,11 @@ struct LearnerSection {
   learner::DqnLearnerOptions ToLearnerOptions(const replay::ReplaySamplerOptions& sampler,
                                               const rpc::SecurityOptions& server_security) const;
   learner::RendezvousOptions ToRendezvousDefaults() const;
+  // dtype, param_dtype, reduce_dtype as FSDP2's MixedPrecisionPolicy (the
+  // master dtype is `dtype`). `can_sum_bfloat16`: whether the backend that
+  // will carry the gradients sums bf16 (auto reduce_dtype falls back to
+  // float32 where it cannot).
+  learner::MixedPrecisionPolicy MixedPrecision(bool can_sum_bfloat16 = true) const;
 };
 
 }  // namespace rlswarm::apps

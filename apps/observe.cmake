@@ -9,6 +9,10 @@ find_package(PNG REQUIRED)
 # Debian's libprotobuf-dev ships no protoc; FindProtobuf needs only the
 # headers and the library, and the writer builds its message types at run time.
 find_package(Protobuf REQUIRED)
+# The library by path, not the protobuf::libprotobuf target: PyPI's LibTorch
+# config (Caffe2's protobuf.cmake) defines that target first, without a
+# library behind it, and FindProtobuf then keeps it.
+set(RLSWARM_PROTOBUF_LIBS ${Protobuf_LIBRARIES})
 
 add_library(rlswarm_observe
   ${CMAKE_CURRENT_LIST_DIR}/learning_curve_plot.cc
@@ -20,7 +24,8 @@ add_library(rlswarm_observe
 target_link_libraries(rlswarm_observe
   PUBLIC rlswarm_common
   PRIVATE Boost::headers Threads::Threads nlohmann_json::nlohmann_json PNG::PNG
-          protobuf::libprotobuf)
+          ${RLSWARM_PROTOBUF_LIBS})
+target_include_directories(rlswarm_observe SYSTEM PRIVATE ${Protobuf_INCLUDE_DIRS})
 rlswarm_set_warnings(rlswarm_observe)
 
 if(RLSWARM_BUILD_TESTS)
@@ -28,5 +33,6 @@ if(RLSWARM_BUILD_TESTS)
   # with libpng and talks HTTP through Beast, so it links those directly.
   rlswarm_add_test(observe_tests
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/observe_test.cc
-    LIBS rlswarm_observe protobuf::libprotobuf PNG::PNG Boost::headers Threads::Threads)
+    LIBS rlswarm_observe ${RLSWARM_PROTOBUF_LIBS} PNG::PNG Boost::headers Threads::Threads)
+  target_include_directories(observe_tests SYSTEM PRIVATE ${Protobuf_INCLUDE_DIRS})
 endif()

@@ -252,9 +252,9 @@ RunSummary RunProcesses(ExperimentConfig config, const RunDirectory& run, Scalar
   }
   for (int r = 0; r < ranks; ++r) {
     child("learner-" + std::to_string(r),
-          {"learner", "--config", config_file, "--rank", std::to_string(r), "--world-size",
-           std::to_string(ranks), "--master-addr", "127.0.0.1", "--master-port",
-           std::to_string(master_port)},
+          {"learner", "--config", config_file, "--rank", std::to_string(r), "--local-rank",
+           std::to_string(r), "--world-size", std::to_string(ranks), "--master-addr", "127.0.0.1",
+           "--master-port", std::to_string(master_port)},
           "learner", 1);
   }
   for (std::int64_t k = 0; k < config.actor.num_actors; ++k) {

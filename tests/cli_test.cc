@@ -126,6 +126,24 @@ TEST(CliTest, ConfigErrorsExitTwoAndNameTheKey) {
   EXPECT_NE(run.out.find("command-line override"), std::string::npos) << run.out;
 }
 
+// On a machine without a GPU (every CI machine) asking the learner for CUDA
+// fails at once with a config error that names CUDA and the key: on the 1.13
+// build because it has no CUDA, on the CUDA build because no GPU is visible.
+// Neither hangs, aborts or reaches the rendezvous; the same for NCCL on the
+// CPU.
+TEST(CliTest, LearnerOnCudaWithoutAGpuExitsTwoNamingCuda) {
+  const std::string config = std::string(RLSWARM_CONFIGS_DIR) + "/cartpole.yaml";
+  const CommandResult cuda = Rlswarm("learner --config " + config + " learner.device=cuda");
+  EXPECT_EQ(cuda.exit_code, 2) << cuda.out;
+  EXPECT_NE(cuda.out.find("learner.device=cuda"), std::string::npos) << cuda.out;
+  EXPECT_NE(cuda.out.find("CUDA"), std::string::npos) << cuda.out;
+  const CommandResult nccl = Rlswarm("learner --config " + config +
+                                     " learner.device=cpu learner.backend=nccl --world-size 2");
+  EXPECT_EQ(nccl.exit_code, 2) << nccl.out;
+  EXPECT_NE(nccl.out.find("learner.backend=nccl needs learner.device=cuda"), std::string::npos)
+      << nccl.out;
+}
+
 TEST(CliTest, PrintConfigShowsTheResolvedConfig) {
   const CommandResult run =
       Rlswarm(std::string("evaluate --config ") + RLSWARM_CONFIGS_DIR +

@@ -237,10 +237,15 @@ TEST_F(LaunchTest, ProcessesModeSurvivesKillNineOfEveryRoleAndGarbageAndStillSol
     }
     return condition();
   };
+  // A complete checkpoint (its manifest is written last): a directory alone
+  // may be a save in progress, which a kill -9 leaves unloadable.
   auto has_learner_checkpoint = [&] {
     std::error_code ignored;
     for (const auto& f : fs::directory_iterator(run / "checkpoints" / "learner", ignored)) {
-      if (f.path().filename().string().rfind("update-", 0) == 0) return true;
+      if (f.path().filename().string().rfind("update-", 0) == 0 &&
+          fs::exists(f.path() / "manifest.json", ignored)) {
+        return true;
+      }
     }
     return false;
   };
