@@ -10,6 +10,43 @@
 # That path also compiles the NCCL process group (ProcessGroupNCCL); the
 # device is still chosen at run time (--device cpu|cuda).
 find_package(Torch REQUIRED)
+
+# PyPI's LibTorch ships its own copies of {fmt} (12.x) and protobuf
+# (google/protobuf) in its include folder, which comes before /usr/include.
+# Debian's spdlog is built against Debian's {fmt} (9.x) and the TensorBoard
+# writer links Debian's libprotobuf, so their headers must meet Debian's
+# copies (else compile errors, undefined references, or worse, a
+# memory_buffer of another layout across the spdlog library boundary). A
+# folder of links to the system copies, searched first, makes every TU use
+# those; the LibTorch headers rlswarm includes compile against them too.
+set(RLSWARM_SYSTEM_INCLUDE_DIR /usr/include CACHE PATH
+    "Where Debian's {fmt} and protobuf headers are (a folder of unpacked .debs on a GPU node)")
+set(RLSWARM_SYSTEM_HEADER_SHIM "${CMAKE_BINARY_DIR}/system-header-shim")
+foreach(dir ${TORCH_INCLUDE_DIRS})
+  foreach(name fmt google)
+    set(system_copy "${RLSWARM_SYSTEM_INCLUDE_DIR}/${name}")
+    if(EXISTS "${dir}/${name}" AND EXISTS "${system_copy}" AND
+       NOT EXISTS "${RLSWARM_SYSTEM_HEADER_SHIM}/${name}")
+      file(MAKE_DIRECTORY "${RLSWARM_SYSTEM_HEADER_SHIM}")
+      file(CREATE_LINK "${system_copy}" "${RLSWARM_SYSTEM_HEADER_SHIM}/${name}" SYMBOLIC)
+      message(STATUS "LibTorch at ${dir} ships ${name}/; using ${system_copy} first")
+    endif()
+  endforeach()
+endforeach()
+if(EXISTS "${RLSWARM_SYSTEM_HEADER_SHIM}")
+  include_directories(BEFORE SYSTEM "${RLSWARM_SYSTEM_HEADER_SHIM}")
+endif()
+
+# PyPI's libtorch.so exports its own copy of std::filesystem (64 symbols,
+# from the static libstdc++ parts its old build toolchain links). Listed
+# before libstdc++ in a binary's NEEDED entries, it wins the symbol lookup,
+# and its remove_all crashed (a null call) when a checkpoint pruned old
+# ones. libstdc++ first in every binary's NEEDED list makes the real one
+# win, for LibTorch's own calls too.
+if(Torch_VERSION VERSION_GREATER_EQUAL 2.0)
+  add_link_options("LINKER:--push-state,--no-as-needed" -lstdc++ "LINKER:--pop-state")
+endif()
+
 if(RLSWARM_WITH_CUDA)
   if(NOT TORCH_CUDA_LIBRARIES AND NOT TARGET torch_cuda)
     message(FATAL_ERROR "RLSWARM_WITH_CUDA=ON but the LibTorch found at ${Torch_DIR} has no CUDA; "

@@ -1,9 +1,40 @@
 #!/usr/bin/env bash
-# Configures and builds rlswarm (Release) into ./build with Ninja.
-# Extra arguments are passed to cmake's configure step, e.g.
+# Configures and builds rlswarm (Release) with Ninja.
+#
+#   scripts/build.sh [--torch=debian|pypi] [CMAKE_ARGS...]
+#
+# --torch=debian (default): Debian's LibTorch 1.13 (CPU) into build/.
+# --torch=pypi: PyPI's CUDA LibTorch from .venv-pypi (scripts/setup.sh
+# --torch=pypi installs it) into build-pypi/, with RLSWARM_WITH_CUDA=ON
+# (the CUDA 13 toolkit with NCCL must be installed: /usr/local/cuda). The
+# CUDA code compiles and links on a machine without a GPU; every CPU test
+# runs against that build.
+# Other arguments go to cmake's configure step, e.g.
 #   scripts/build.sh -DRLSWARM_SANITIZE=address
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build_dir=${RLSWARM_BUILD_DIR:-build}
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${RLSWARM_BUILD_TYPE:-Release} "$@"
+. scripts/torch_flavour.sh
+rlswarm_take_torch_flag "$@"
+build_dir=$(rlswarm_build_dir)
+
+. scripts/ccache_env.sh
+
+flavour_args=()
+if [ "$RLSWARM_TORCH" = pypi ]; then
+  python=$RLSWARM_TORCH_VENV/bin/python
+  [ -x "$python" ] || { echo "build: no $python; run scripts/setup.sh --torch=pypi" >&2; exit 1; }
+  prefix=$("$python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
+  if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH=/usr/local/cuda/bin:$PATH
+  fi
+  command -v nvcc >/dev/null || { echo "build: --torch=pypi needs the CUDA toolkit (nvcc)" >&2; exit 1; }
+  # Which GPU architectures LibTorch's CMake would build CUDA code for; without
+  # it LibTorch's CMake probes the GPUs with a try_run that fails without one.
+  # 9.0: Hopper (H100, H200), the GPU nodes'. rlswarm compiles no kernels.
+  export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
+  flavour_args=(-DRLSWARM_WITH_CUDA=ON "-DCMAKE_PREFIX_PATH=$prefix")
+fi
+
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${RLSWARM_BUILD_TYPE:-Release} \
+  "${flavour_args[@]}" "${RLSWARM_ARGS[@]}"
 cmake --build "$build_dir" -j "$(nproc)"

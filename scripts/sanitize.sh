@@ -6,6 +6,7 @@
 # test binaries it runs, so it stays cheap on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/ccache_env.sh
 kind=${1:?usage: scripts/sanitize.sh address|thread}
 case "$kind" in
   address) dir=build-asan ;;

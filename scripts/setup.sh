@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package rlswarm needs to build, test and run.
+# Installs what rlswarm needs to build, test and run.
+#
+#   scripts/setup.sh                 Debian 12 packages (LibTorch 1.13, CPU)
+#   scripts/setup.sh --torch=pypi    the same, plus PyPI's torch wheel (CUDA LibTorch,
+#                                    pinned in scripts/torch_flavour.sh) in the ignored
+#                                    virtual environment .venv-pypi/ inside the repository
 #
 # Idempotent: packages that are already installed are skipped, and when
 # nothing is missing the script neither updates the package lists nor calls
-# apt-get at all. Must run as root (or with sudo available).
+# apt-get or pip at all. Must run as root (or with sudo available).
 set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/torch_flavour.sh
+rlswarm_take_torch_flag "$@"
 
 packages=(
-  # Toolchain.
-  cmake ninja-build g++ git pkg-config
-  # LibTorch (CPU, with c10d) and the Gloo headers its c10d headers include.
+  # Toolchain; ccache makes rebuilds (and CI on a warm machine) cheap.
+  cmake ninja-build g++ git pkg-config ccache
+  # LibTorch (CPU, with c10d) and the Gloo headers its c10d headers include
+  # (PyPI's wheel does not ship them either).
   libtorch-dev libgloo-dev
   # OpenBLAS is not optional: without it Debian's LibTorch falls back to the
   # reference BLAS and a small MLP training step is ~10x slower.
@@ -25,6 +34,9 @@ packages=(
   # Tests and benchmarks; clang with its runtime for libFuzzer targets.
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
 )
+if [ "$RLSWARM_TORCH" = pypi ] && ! python3 -m venv --help >/dev/null 2>&1; then
+  packages+=(python3-venv)
+fi
 
 is_installed() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
@@ -35,18 +47,31 @@ for pkg in "${packages[@]}"; do
   is_installed "$pkg" || missing+=("$pkg")
 done
 
+sudo_cmd=()
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages are installed"
-  exit 0
+else
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "setup: run as root (missing: ${missing[*]})" >&2; exit 1; }
+    sudo_cmd=(sudo)
+  fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update
+  "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
-sudo_cmd=()
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "setup: run as root (missing: ${missing[*]})" >&2; exit 1; }
-  sudo_cmd=(sudo)
+if [ "$RLSWARM_TORCH" = pypi ]; then
+  venv=$RLSWARM_TORCH_VENV
+  want=$RLSWARM_TORCH_PYPI_VERSION
+  if compgen -G "$venv/lib/python3*/site-packages/torch-$want.dist-info" >/dev/null; then
+    echo "setup: torch $want is installed in $venv"
+  else
+    # The wheel is the CUDA build (torch $want+cu130 for CUDA 13) and pulls
+    # its pinned nvidia-* runtime wheels (~3 GB); pip's cache keeps them for
+    # the next install on this machine.
+    echo "setup: installing torch==$want into $venv"
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q "torch==$want"
+  fi
 fi
-
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update
-"${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
