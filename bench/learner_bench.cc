@@ -3,21 +3,35 @@
 //
 //   learner_bench [--json] [--seconds S] [--reps R] [--models mlp,minatar]
 //                 [--batches 128,512] [--worlds 1,2] [--device cpu|cuda]
+//                 [--backend auto|gloo|nccl] [--param-dtype D] [--reduce-dtype D]
 //
 // One update = zero grad, forward, MSE against random targets, backward,
 // optimizer step (Adam, lr 1e-3) on a fixed random global batch. Plain:
 // torch::nn::Sequential + torch::optim::Adam in this process. World 1: a
 // ShardedModel without process group (collectives skipped). World 2: two
-// ranks re-executed from this binary (`--worker`), Gloo on 127.0.0.1, each
-// rank computing on half of the global batch. Every process uses one
-// intra-op thread (the machine has 2 cores). Figures are medians of --reps
+// ranks re-executed from this binary (`--worker`), Gloo on 127.0.0.1 (or
+// NCCL on cuda:<rank> with --device cuda), each rank computing on half of
+// the global batch; with --backend nccl world 1 also runs as a 1-rank NCCL
+// group (the sharded path through NCCL). Every process uses one intra-op
+// thread (the machine has 2 cores). Figures are medians of --reps
 // measurements of --seconds each.
 //
-// JSON: {"results": [{"model", "batch", "world_size", "strategy",
-//   "reduce_scatter", "units", "updates_per_sec", "plain_updates_per_sec",
-//   "state_bytes_per_rank", "unsharded_state_bytes", "comm_bytes_per_update",
-//   "collectives_per_update", "peak_bytes_per_rank"}...], "blas": "...",
-//   "malloc_tuned": true}
+// JSON: {"results": [{"model", "batch", "world_size", "device", "backend",
+//   "strategy", "reduce_scatter", "param_dtype", "reduce_dtype", "units",
+//   "updates_per_sec", "plain_updates_per_sec", "state_bytes_per_rank",
+//   "unsharded_state_bytes", "comm_bytes_per_update",
+//   "collectives_per_update", "comm_seconds_per_update",
+//   "overlap_fraction", "peak_bytes_per_rank"}...], "torch": "...",
+//   "blas": "...", "malloc_tuned": true}
+// reduce_scatter is the implementation that ran: "native" is the backend's
+// own (NCCL; Gloo in LibTorch 2.x), "alltoall" and "allreduce" the fallbacks
+// that LibTorch 1.13's Gloo needs; on 2.x both native and alltoall rows run.
+// comm_seconds_per_update: issue-to-completion time of the collectives (CPU
+// wall clock; on CUDA NCCL's own CUDA-event timing). overlap_fraction: the
+// share of that hidden behind compute, 1 - (time the rank was blocked
+// waiting) / comm time on the CPU; on CUDA, where waiting does not block the
+// host, 1 - max(0, update time - the same update's time without
+// communication) / comm time. null where nothing was communicated.
 // peak_bytes_per_rank = state bytes + most gathered parameter bytes held at
 // once + the largest unit's full-size gradient (the reduce-scatter input).
 
@@ -37,6 +51,7 @@
 #include <string>
 #include <vector>
 
+#include "learner/device_plan.h"
 #include "learner/rendezvous.h"
 #include "learner/sharded_model.h"
 #include "models/blas_check.h"
@@ -68,7 +83,16 @@ struct Config {
   std::vector<int> worlds = {1, 2};
   bool no_malloc_tuning = false;
   std::string device = "cpu";
+  std::string backend = "auto";  // auto: nccl on cuda, gloo on cpu
+  std::string param_dtype = "float32";
+  std::string reduce_dtype = "float32";
 };
+
+at::ScalarType DTypeNamed(const std::string& name) {
+  if (name == "bfloat16") return at::kBFloat16;
+  if (name == "float64") return at::kDouble;
+  return at::kFloat;
+}
 
 mdl::ModelSpec SpecFor(const std::string& model) {
   if (model == "minatar") return mdl::MakeMinAtarSpec({});  // 4 channels, 6 actions
@@ -134,41 +158,74 @@ double PlainUpdatesPerSec(const Config& cfg, const std::string& model, int64_t b
 
 struct Variant {
   lrn::ShardingStrategy strategy;
-  lrn::ReduceScatterImpl reduce_scatter = lrn::ReduceScatterImpl::kAllToAll;
+  lrn::ReduceScatterImpl reduce_scatter = lrn::ReduceScatterImpl::kAuto;
   bool whole_model_unit = false;
 };
 
-std::vector<Variant> Variants(int world) {
+// With a group: the default reduce-scatter (the backend's own where it has
+// one) and, where that is not already the all-to-all fallback, the fallback
+// too, so both show in one run; the all-reduce fallback; the model as one
+// unit.
+std::vector<Variant> Variants(const lrn::Communicator* comm) {
   std::vector<Variant> v = {{lrn::ShardingStrategy::kFullShard},
                             {lrn::ShardingStrategy::kShardGradOp},
                             {lrn::ShardingStrategy::kNoShard}};
-  if (world > 1) {
+  if (comm != nullptr && comm->has_group()) {
+    if (comm->Resolve(lrn::ReduceScatterImpl::kAuto) != lrn::ReduceScatterImpl::kAllToAll) {
+      v.push_back({lrn::ShardingStrategy::kFullShard, lrn::ReduceScatterImpl::kAllToAll});
+    }
     v.push_back({lrn::ShardingStrategy::kFullShard, lrn::ReduceScatterImpl::kAllReduce});
-    v.push_back({lrn::ShardingStrategy::kFullShard, lrn::ReduceScatterImpl::kAllToAll, true});
+    v.push_back({lrn::ShardingStrategy::kFullShard, lrn::ReduceScatterImpl::kAuto, true});
   }
   return v;
 }
 
-lrn::ShardedModelOptions OptionsFor(const mdl::ModelSpec& spec, const Variant& var) {
+lrn::ShardedModelOptions OptionsFor(const Config& cfg, const mdl::ModelSpec& spec,
+                                    const Variant& var) {
   lrn::ShardedModelOptions options;
   options.device = g_device;
   options.sharding.strategy = var.strategy;
   options.sharding.reduce_scatter = var.reduce_scatter;
+  options.sharding.mixed_precision.param_dtype = DTypeNamed(cfg.param_dtype);
+  options.sharding.mixed_precision.reduce_dtype = DTypeNamed(cfg.reduce_dtype);
   if (var.whole_model_unit)
     options.sharding.layers_per_unit = {static_cast<int>(spec.layers.size())};
   return options;
 }
 
-json Describe(const std::string& model, int64_t batch, const Variant& var, lrn::ShardedModel& net,
-              double updates_per_sec, int64_t updates, int64_t bench_collectives) {
-  const lrn::CommStats stats = net.comm_stats();
+// `compute_only_seconds`: the same update's time without communication (a
+// direct-path model on the same local batch), for the CUDA overlap figure.
+json Describe(const Config& cfg, const std::string& model, int64_t batch, const Variant& var,
+              lrn::ShardedModel& net, double updates_per_sec, int64_t updates,
+              int64_t bench_collectives, double compute_only_seconds = 0) {
+  lrn::Communicator& comm = net.communicator();
+  comm.CollectDeviceTimings();
+  const lrn::CommStats stats = comm.stats();
   const lrn::StateBytes state = net.LocalStateBytes();
   json j;
   j["model"] = model == "mlp" ? "cartpole_mlp" : "minatar";
   j["batch"] = batch;
-  j["world_size"] = net.communicator().world_size();
+  j["world_size"] = comm.world_size();
+  j["device"] = g_device.str();
+  j["backend"] = comm.backend();
   j["strategy"] = lrn::ShardingStrategyName(var.strategy);
-  j["reduce_scatter"] = lrn::ReduceScatterImplName(var.reduce_scatter);
+  // The reduce-scatter that ran; "none" where gradients are not reduce-
+  // scattered (no group, or no_shard's single all-reduce).
+  const bool reduce_scatters = comm.has_group() && !net.direct();
+  j["reduce_scatter"] =
+      reduce_scatters ? lrn::ReduceScatterImplName(comm.Resolve(var.reduce_scatter)) : "none";
+  j["param_dtype"] = cfg.param_dtype;
+  j["reduce_dtype"] = cfg.reduce_dtype;
+  const double comm_s = stats.busy_seconds / static_cast<double>(updates);
+  j["comm_seconds_per_update"] = comm_s;
+  if (stats.collectives == 0 || comm_s <= 0) {
+    j["overlap_fraction"] = nullptr;
+  } else if (g_device.is_cuda()) {
+    const double exposed = std::max(0.0, 1.0 / updates_per_sec - compute_only_seconds);
+    j["overlap_fraction"] = std::clamp(1.0 - exposed / comm_s, 0.0, 1.0);
+  } else {
+    j["overlap_fraction"] = std::clamp(1.0 - stats.wait_seconds / stats.busy_seconds, 0.0, 1.0);
+  }
   j["units"] = net.layouts().size();
   j["updates_per_sec"] = updates_per_sec;
   j["state_bytes_per_rank"] = state.Total();
@@ -191,10 +248,10 @@ json MeasureWorld1(const Config& cfg, const std::string& model, int64_t batch) {
   torch::nn::Sequential plain = PlainModel(model);
   plain->to(g_device);
   torch::optim::Adam opt(plain->parameters(), torch::optim::AdamOptions(1e-3));
-  std::vector<Variant> variants = Variants(1);
+  std::vector<Variant> variants = Variants(nullptr);
   std::vector<std::unique_ptr<lrn::ShardedModel>> nets;
   for (const Variant& v : variants) {
-    nets.push_back(std::make_unique<lrn::ShardedModel>(spec, OptionsFor(spec, v), nullptr));
+    nets.push_back(std::make_unique<lrn::ShardedModel>(spec, OptionsFor(cfg, spec, v), nullptr));
   }
   std::vector<double> plain_reps;
   std::vector<std::vector<double>> reps(variants.size());
@@ -209,7 +266,8 @@ json MeasureWorld1(const Config& cfg, const std::string& model, int64_t batch) {
       lrn::ShardedModel& net = *nets[v];
       reps[v].push_back(TimeLocal(cfg.seconds, [&, &xx = x, &yy = y] {
         net.ZeroGrad();
-        torch::mse_loss(net.Forward(xx), yy).backward();
+        at::Tensor q = net.Forward(xx);
+        torch::mse_loss(q, yy.to(q.scalar_type())).backward();
         net.Step();
         ++counts[v];
       }));
@@ -217,7 +275,7 @@ json MeasureWorld1(const Config& cfg, const std::string& model, int64_t batch) {
   }
   json rows = json::array();
   for (size_t v = 0; v < variants.size(); ++v) {
-    json row = Describe(model, batch, variants[v], *nets[v], Median(reps[v]), counts[v], 0);
+    json row = Describe(cfg, model, batch, variants[v], *nets[v], Median(reps[v]), counts[v], 0);
     row["plain_updates_per_sec"] = Median(plain_reps);
     rows.push_back(row);
   }
@@ -230,12 +288,25 @@ json MeasureWorld1(const Config& cfg, const std::string& model, int64_t batch) {
 json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, const Variant& var,
                     const std::shared_ptr<lrn::Communicator>& comm) {
   mdl::ModelSpec spec = SpecFor(model);
-  lrn::ShardedModel net(spec, OptionsFor(spec, var), comm);
+  lrn::ShardedModel net(spec, OptionsFor(cfg, spec, var), comm);
   const int world = comm->world_size();
   auto [x, y] = RandomBatch(spec, batch / world);
+  // On CUDA the overlap figure needs this update's time without any
+  // communication: a direct-path model on the same local batch.
+  double compute_only_seconds = 0;
+  if (g_device.is_cuda()) {
+    lrn::ShardedModel local(spec, OptionsFor(cfg, spec, var), nullptr);
+    compute_only_seconds = 1.0 / TimeLocal(cfg.seconds, [&, &xx = x, &yy = y] {
+                             local.ZeroGrad();
+                             at::Tensor q = local.Forward(xx);
+                             torch::mse_loss(q, yy.to(q.scalar_type())).backward();
+                             local.Step();
+                           });
+  }
   auto update = [&, &xx = x, &yy = y] {
     net.ZeroGrad();
-    torch::mse_loss(net.Forward(xx), yy).backward();
+    at::Tensor q = net.Forward(xx);
+    torch::mse_loss(q, yy.to(q.scalar_type())).backward();
     net.Step();
   };
   for (int i = 0; i < 5; ++i) update();
@@ -248,11 +319,9 @@ json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, 
     for (int i = 0; i < 5; ++i) update();
     SyncDevice();
     const double per_iter = std::chrono::duration<double>(Clock::now() - t0).count() / 5;
-    torch::Tensor iters =
-        torch::tensor({comm->rank() == 0 ? std::max(5.0, cfg.seconds / per_iter) : 0.0},
-                      torch::kDouble)
-            .to(g_device);
-    comm->AllReduceSum(iters, "iteration count").Wait();
+    torch::Tensor iters = torch::tensor(
+        {comm->rank() == 0 ? std::max(5.0, cfg.seconds / per_iter) : 0.0}, torch::kDouble);
+    comm->ControlAllReduceSum(iters, "iteration count");
     const int64_t n = static_cast<int64_t>(iters.item<double>());
     t0 = Clock::now();
     for (int64_t i = 0; i < n; ++i) update();
@@ -260,14 +329,15 @@ json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, 
     reps.push_back(n / std::chrono::duration<double>(Clock::now() - t0).count());
     total_iters += n + 5;
   }
-  return Describe(model, batch, var, net, Median(reps), total_iters, cfg.reps);
+  return Describe(cfg, model, batch, var, net, Median(reps), total_iters, cfg.reps,
+                  compute_only_seconds);
 }
 
-json RunAll(const Config& cfg, int world, const std::shared_ptr<lrn::Communicator>& comm) {
+json RunAll(const Config& cfg, const std::shared_ptr<lrn::Communicator>& comm) {
   json rows = json::array();
   for (const std::string& model : cfg.models) {
     for (int64_t batch : cfg.batches) {
-      for (const Variant& v : Variants(world)) {
+      for (const Variant& v : Variants(comm.get())) {
         rows.push_back(MeasureSharded(cfg, model, batch, v, comm));
       }
     }
@@ -300,8 +370,13 @@ json RunWorld(const Config& cfg, int world) {
                                      "--models",      Join(cfg.models),
                                      "--batches",     Join(batches)};
     if (cfg.no_malloc_tuning) args.push_back("--no-malloc-tuning");
-    args.push_back("--device");
-    args.push_back(cfg.device);
+    for (const auto& [flag, value] : {std::pair<const char*, std::string>{"--device", cfg.device},
+                                      {"--backend", cfg.backend},
+                                      {"--param-dtype", cfg.param_dtype},
+                                      {"--reduce-dtype", cfg.reduce_dtype}}) {
+      args.push_back(flag);
+      args.push_back(value);
+    }
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -346,6 +421,12 @@ int main(int argc, char** argv) {
   app.add_flag("--no-malloc-tuning", no_malloc_tuning,
                "Keep glibc's default of returning large frees to the OS");
   app.add_option("--device", cfg.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--backend", cfg.backend, "auto (nccl on cuda, gloo on cpu), gloo or nccl")
+      ->check(CLI::IsMember({"auto", "gloo", "nccl"}));
+  app.add_option("--param-dtype", cfg.param_dtype, "compute dtype of the gathered parameters")
+      ->check(CLI::IsMember({"float32", "bfloat16", "float64"}));
+  app.add_option("--reduce-dtype", cfg.reduce_dtype, "dtype of the gradients on the wire")
+      ->check(CLI::IsMember({"float32", "bfloat16", "float64"}));
   app.add_flag("--worker", worker, "Internal: run as one rank");
   app.add_option("--rank", rank, "Internal");
   app.add_option("--world", world, "Internal");
@@ -371,12 +452,24 @@ int main(int argc, char** argv) {
   }
   at::set_num_threads(1);
   torch::manual_seed(0);
-  if (cfg.device == "cuda") {
-    if (!torch::cuda::is_available()) {
-      std::cerr << "--device cuda: this LibTorch has no CUDA or no GPU is visible\n";
-      return 2;
-    }
-    g_device = torch::Device(torch::kCUDA, worker ? rank : 0);
+  // The same refusals as `rlswarm learner` (CUDA without a CUDA build or a
+  // GPU, two ranks on one GPU, a backend that does not fit the device).
+  lrn::DevicePlan plan;
+  try {
+    const int widest = *std::max_element(cfg.worlds.begin(), cfg.worlds.end());
+    plan = lrn::PlanDevice(
+        {cfg.device, cfg.backend, worker ? rank : widest - 1, worker ? world : widest},
+        lrn::ThisProcessInventory());
+  } catch (const std::exception& e) {
+    std::cerr << "learner_bench: " << e.what() << "\n";
+    return 2;
+  }
+  g_device = plan.device;
+  cfg.backend = std::string(lrn::BackendName(plan.backend));
+  if (plan.backend == lrn::Backend::kNccl) {
+    // NCCL's own CUDA-event timing of every collective (comm_seconds_per_update).
+    setenv("TORCH_NCCL_ENABLE_TIMING", "1", 0);
+    setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2", 0);
   }
 
   if (worker) {
@@ -386,14 +479,14 @@ int main(int argc, char** argv) {
     o.world_size = world;
     o.host_store = false;
     o.gloo_hostname = "127.0.0.1";
-    if (g_device.is_cuda()) {
-      o.backend = lrn::Backend::kNccl;
-      o.local_rank = rank;
-    }
+    o.backend = plan.backend;
+    o.local_rank = rank;
     o.timeout = std::chrono::milliseconds(60000);
     lrn::ProcessGroupHandle pg = lrn::Rendezvous(o);
-    auto comm = std::make_shared<lrn::Communicator>(pg.group, rank, world, pg.timeout);
-    json rows = RunAll(cfg, world, comm);
+    auto comm = pg.MakeCommunicator();
+    lrn::CheckDistinctDevices(*comm, g_device, "this host");
+    comm->set_collect_device_timings(g_device.is_cuda());
+    json rows = RunAll(cfg, comm);
     if (rank == 0) std::ofstream(out) << rows.dump();
     return 0;
   }
@@ -402,7 +495,7 @@ int main(int argc, char** argv) {
   std::map<std::pair<std::string, int64_t>, double> plain;
   for (int w : cfg.worlds) {
     json rows = json::array();
-    if (w == 1) {
+    if (w == 1 && plan.backend != lrn::Backend::kNccl) {
       for (const std::string& model : cfg.models) {
         for (int64_t batch : cfg.batches) {
           for (json& row : MeasureWorld1(cfg, model, batch)) rows.push_back(row);
@@ -422,9 +515,12 @@ int main(int argc, char** argv) {
   }
   const std::string blas = mdl::LoadedBlasLibraries();
   if (json_out) {
-    std::cout
-        << json{{"results", results}, {"blas", blas}, {"malloc_tuned", !no_malloc_tuning}}.dump(1)
-        << "\n";
+    std::cout << json{{"results", results},
+                      {"torch", lrn::TorchBuildDescription()},
+                      {"blas", blas},
+                      {"malloc_tuned", !no_malloc_tuning}}
+                     .dump(1)
+              << "\n";
     return 0;
   }
   std::printf("blas: %s\n", blas.c_str());
