@@ -43,11 +43,13 @@ DqnLearner::~DqnLearner() = default;
 void DqnLearner::ResetSampler() {
   if (prefetched_.valid()) prefetched_.wait();
   prefetched_ = {};
+  feed_.reset();                                   // sends the priorities still queued
   if (options_.sampler.endpoints.empty()) return;  // TrainOn only (tests)
   replay::ReplaySamplerOptions o = options_.sampler;
   o.seed = Mix(Mix(o.seed ^ static_cast<uint64_t>(comm_->rank()) << 32) +
                static_cast<uint64_t>(updates_));
   sampler_ = std::make_unique<replay::ReplaySampler>(o);
+  feed_ = std::make_unique<ReplayFeed>(*sampler_, *stager_);
 }
 
 std::optional<std::string> DqnLearner::Resume() {
@@ -138,18 +140,17 @@ bool DqnLearner::Update() {
     return false;
   }
   sum_sample_s_ += Seconds(Clock::now() - t0);
-  if (options_.prefetch) {
-    prefetched_ = std::async(std::launch::async,
-                             [this] { return stager_->Stage(sampler_->Sample(local_batch_)); });
-  }
+  if (options_.prefetch) prefetched_ = feed_->Prefetch(local_batch_);
   for (int64_t v : batch.host.policy_versions) {
     if (v > 0) {
       sum_staleness_ += static_cast<double>(updates_ - v);
       ++staleness_items_;
     }
   }
-  const std::vector<double> priorities = TrainOnStaged(batch);
-  if (options_.update_priorities) sampler_->UpdatePriorities(batch.host.keys, priorities);
+  std::vector<double> priorities = TrainOnStaged(batch);
+  if (options_.update_priorities) {
+    feed_->SendPriorities(std::move(batch.host.keys), std::move(priorities));
+  }
   ++updates_;
   ++interval_updates_;
   UpdateTarget();

@@ -14,10 +14,11 @@
 //   Sample(B / W) -> SampledBatch (bytes) -> BatchStager: at::from_blob on
 //   the CPU (no copy), pinned memory + asynchronous copy on a CUDA copy
 //   stream (device_copies.h) -> (with options.prefetch the next batch is
-//   sampled and staged meanwhile on a helper thread) -> online
+//   sampled and staged meanwhile on the ReplayFeed's thread) -> online
 //   Forward([s; s']), target Forward(s') -> DqnLoss -> backward
 //   (reduce-scatters, asynchronous) -> Step -> one device-to-host copy of
-//   the priorities and the metrics -> UpdatePriorities -> target update.
+//   the priorities and the metrics -> UpdatePriorities (queued on the
+//   ReplayFeed's thread behind the next sample) -> target update.
 //
 // Collective contract: Update(), TrainOn(), SaveCheckpoint(), Publish()
 // (full mode) and AgreeToStop() are collectives: every rank calls them in
@@ -33,6 +34,7 @@
 #include "learner/checkpoint.h"
 #include "learner/device_copies.h"
 #include "learner/dqn_learner_options.h"
+#include "learner/replay_feed.h"
 #include "learner/sharded_model.h"
 #include "learner/weights_broadcaster.h"
 #include "replay/service/replay_sampler.h"
@@ -122,9 +124,10 @@ class DqnLearner {
   std::unique_ptr<WeightsBroadcaster> broadcaster_;
   std::unique_ptr<replay::ReplaySampler> sampler_;
   std::unique_ptr<BatchStager> stager_;
-  // options.prefetch: the next update's batch, sampled and staged on
-  // another thread while this one trains. Declared after sampler_ and
-  // stager_: destroyed (waited for) first.
+  // Samples (options.prefetch: the next update's batch while this one
+  // trains) and sends priorities on its own thread. Declared after sampler_
+  // and stager_: destroyed (drained and joined) first.
+  std::unique_ptr<ReplayFeed> feed_;
   std::future<StagedBatch> prefetched_;
   int64_t updates_ = 0;
   uint64_t published_version_ = 0;

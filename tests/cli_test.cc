@@ -133,12 +133,14 @@ TEST(CliTest, ConfigErrorsExitTwoAndNameTheKey) {
 // CPU.
 TEST(CliTest, LearnerOnCudaWithoutAGpuExitsTwoNamingCuda) {
   const std::string config = std::string(RLSWARM_CONFIGS_DIR) + "/cartpole.yaml";
-  const CommandResult cuda = Rlswarm("learner --config " + config + " learner.device=cuda");
+  // (cartpole.yaml checkpoints every N updates, which needs a checkpoint_dir.)
+  const std::string learner = "learner --config " + config + " learner.checkpoint_interval=0";
+  const CommandResult cuda = Rlswarm(learner + " learner.device=cuda");
   EXPECT_EQ(cuda.exit_code, 2) << cuda.out;
   EXPECT_NE(cuda.out.find("learner.device=cuda"), std::string::npos) << cuda.out;
   EXPECT_NE(cuda.out.find("CUDA"), std::string::npos) << cuda.out;
-  const CommandResult nccl = Rlswarm("learner --config " + config +
-                                     " learner.device=cpu learner.backend=nccl --world-size 2");
+  const CommandResult nccl =
+      Rlswarm(learner + " learner.device=cpu learner.backend=nccl --world-size 2");
   EXPECT_EQ(nccl.exit_code, 2) << nccl.out;
   EXPECT_NE(nccl.out.find("learner.backend=nccl needs learner.device=cuda"), std::string::npos)
       << nccl.out;
