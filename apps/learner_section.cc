@@ -26,6 +26,7 @@ learner::DqnLearnerOptions LearnerSection::ToLearnerOptions(
   o.model.optimizer.max_grad_norm = max_grad_norm;
   o.model.sharding.strategy = learner::ParseShardingStrategy(strategy);
   o.model.sharding.layers_per_unit.assign(layers_per_unit.begin(), layers_per_unit.end());
+  o.model.sharding.reduce_scatter = learner::ParseReduceScatterImpl(reduce_scatter);
   o.model.sharding.mixed_precision = MixedPrecision();
   o.model.seed = seed;
   o.loss.huber_delta = huber_delta;

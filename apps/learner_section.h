@@ -41,6 +41,7 @@ struct LearnerSection {
   std::string dtype = "float32";
   std::string param_dtype = "auto";
   std::string reduce_dtype = "auto";
+  std::string reduce_scatter = "auto";
   std::string device = "auto";
   std::string backend = "auto";
   std::string nccl_debug = "off";
@@ -96,6 +97,11 @@ struct LearnerSection {
              "param_dtype, or float32 where the backend cannot sum bfloat16 (Gloo in LibTorch "
              "1.13)",
              {"auto", "float32", "float64", "bfloat16"});
+    v.Choice("reduce_scatter", reduce_scatter,
+             "how sharded gradients are reduce-scattered: native = the backend's own (NCCL; Gloo "
+             "in LibTorch 2.x), alltoall or allreduce = the fallbacks LibTorch 1.13's Gloo needs; "
+             "auto = native where the backend has it, else alltoall",
+             {"auto", "native", "alltoall", "allreduce"});
     v.Choice("device", device,
              "where this rank computes: cuda = cuda:LOCAL_RANK (needs the CUDA build); auto = "
              "cuda when the build has CUDA and a GPU is visible, else cpu",

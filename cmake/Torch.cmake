@@ -11,6 +11,25 @@
 # device is still chosen at run time (--device cpu|cuda).
 find_package(Torch REQUIRED)
 
+# TorchConfig finds libtorch.so and libc10.so with find_library(... PATHS
+# <prefix>/lib), which searches the system folders first: with Debian's
+# libtorch-dev installed, a build against PyPI's LibTorch would link Debian's
+# 1.13 libraries under 2.x headers unless the torch package folder itself is
+# in CMAKE_PREFIX_PATH (scripts/build.sh --torch=pypi puts it there). Refuse
+# such a mix instead of linking it.
+get_filename_component(rlswarm_torch_prefix "${TORCH_INSTALL_PREFIX}" REALPATH)
+foreach(var TORCH_LIBRARY c10_LIBRARY)
+  if(${var})
+    get_filename_component(rlswarm_lib "${${var}}" REALPATH)
+    string(FIND "${rlswarm_lib}" "${rlswarm_torch_prefix}/" at)
+    if(NOT at EQUAL 0)
+      message(FATAL_ERROR "${var} is ${${var}}, outside the LibTorch found at "
+                          "${TORCH_INSTALL_PREFIX}: put that folder in CMAKE_PREFIX_PATH and "
+                          "remove ${var} from ${CMAKE_BINARY_DIR}/CMakeCache.txt")
+    endif()
+  endif()
+endforeach()
+
 # PyPI's LibTorch ships its own copies of {fmt} (12.x) and protobuf
 # (google/protobuf) in its include folder, which comes before /usr/include.
 # Debian's spdlog is built against Debian's {fmt} (9.x) and the TensorBoard

@@ -24,6 +24,9 @@ if [ "$RLSWARM_TORCH" = pypi ]; then
   python=$RLSWARM_TORCH_VENV/bin/python
   [ -x "$python" ] || { echo "build: no $python; run scripts/setup.sh --torch=pypi" >&2; exit 1; }
   prefix=$("$python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
+  # The torch package folder too, so that LibTorch's find_library calls find
+  # its own lib/ before Debian's /usr/lib (cmake/Torch.cmake checks it).
+  torch_root=$("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null)
   if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
     export PATH=/usr/local/cuda/bin:$PATH
   fi
@@ -32,7 +35,7 @@ if [ "$RLSWARM_TORCH" = pypi ]; then
   # it LibTorch's CMake probes the GPUs with a try_run that fails without one.
   # 9.0: Hopper (H100, H200), the GPU nodes'. rlswarm compiles no kernels.
   export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
-  flavour_args=(-DRLSWARM_WITH_CUDA=ON "-DCMAKE_PREFIX_PATH=$prefix")
+  flavour_args=(-DRLSWARM_WITH_CUDA=ON "-DCMAKE_PREFIX_PATH=$prefix;$torch_root")
 fi
 
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${RLSWARM_BUILD_TYPE:-Release} \
