@@ -2,7 +2,7 @@
 
 // The `learner` section of an experiment config: the Ape-X DQN learner
 // (learner/dqn_learner.h) of every rank, its sharding, the weights it
-// publishes and its checkpoints. Defaults follow shared/BASELINES.md
+// publishes and its checkpoints. Defaults follow docs/baselines.md
 // (CartPole: Adam lr 5e-3, global batch 128, Huber, clip 10, Polyak 0.01,
 // double DQN).
 

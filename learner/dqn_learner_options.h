@@ -22,7 +22,7 @@ struct DqnLearnerOptions {
   DqnLossOptions loss;
   // Target network: Polyak averaging with this tau after every update when
   // > 0; otherwise a hard copy every target_update_interval updates.
-  // shared/BASELINES.md: tau 0.01 or a copy every ~100 updates.
+  // docs/baselines.md: tau 0.01 or a copy every ~100 updates.
   double target_tau = 0.01;
   int64_t target_update_interval = 100;
   // Publish the weights every this many updates; 0 = never.

@@ -2,7 +2,7 @@
 
 // Adam and RMSprop over one flat parameter tensor and its flat gradient: a
 // handful of tensor ops per step whatever the number of parameters
-// (shared/BASELINES.md measured ~35% less time per update than
+// (docs/baselines.md measured ~35% less time per update than
 // torch::optim::Adam's loop over parameters). The update is element-wise, so
 // stepping a rank's shard is exactly stepping those elements of the full
 // model. Formulas follow torch::optim (LibTorch 1.13) step for step, so the

@@ -2,7 +2,7 @@
 
 // Which BLAS the running process actually loaded. Debian's LibTorch links
 // libblas.so.3, which the alternatives system points at either the reference
-// BLAS (about 10x slower for every matmul, see shared/BASELINES.md) or
+// BLAS (about 10x slower for every matmul, see docs/baselines.md) or
 // OpenBLAS. Checking the memory map tells what this process got, whatever the
 // link line says.
 
