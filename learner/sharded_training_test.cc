@@ -228,7 +228,9 @@ TEST_P(CudaTrainingTest, NcclShardedTrainingMatchesPlainCpuTraining) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Worlds, CudaTrainingTest, ::testing::Values(1, 2),
-                         [](const auto& info) { return "world" + std::to_string(info.param); });
+                         [](const auto& param_info) {
+                           return "world" + std::to_string(param_info.param);
+                         });
 
 // Every collective of the adapter at this world size on a real Gloo group:
 // all-gather (bf16 too: moved as half where Gloo lacks bf16), every

@@ -21,30 +21,6 @@ int ShardIndex(const ShardedModel& model) {
   return model.direct() ? 0 : const_cast<ShardedModel&>(model).communicator().rank();
 }
 
-}  // namespace
-
-PublishMode ParsePublishMode(const std::string& name) {
-  if (name == "full") return PublishMode::kFull;
-  if (name == "parts") return PublishMode::kParts;
-  throw InvalidArgument("publish mode must be full or parts, not '" + name + "'");
-}
-
-std::string OffsetEndpointPort(const std::string& endpoint, int offset) {
-  const size_t colon = endpoint.rfind(':');
-  if (colon == std::string::npos || colon + 1 >= endpoint.size()) {
-    throw InvalidArgument("endpoint '" + endpoint + "' has no port");
-  }
-  const std::string port = endpoint.substr(colon + 1);
-  if (port == "*") return endpoint;
-  try {
-    return endpoint.substr(0, colon + 1) + std::to_string(std::stoi(port) + offset);
-  } catch (const std::exception&) {
-    throw InvalidArgument("endpoint '" + endpoint + "' has no numeric port");
-  }
-}
-
-namespace {
-
 // The slices of this rank's flat local shard that parts mode publishes:
 // every parameter it holds elements of, named as weights_parts.h says. In
 // full mode on a direct model (one shard) the slices are the whole
@@ -73,6 +49,26 @@ void DescribeLocalSlices(const ShardedModel& model, bool as_parts, std::vector<s
 }
 
 }  // namespace
+
+PublishMode ParsePublishMode(const std::string& name) {
+  if (name == "full") return PublishMode::kFull;
+  if (name == "parts") return PublishMode::kParts;
+  throw InvalidArgument("publish mode must be full or parts, not '" + name + "'");
+}
+
+std::string OffsetEndpointPort(const std::string& endpoint, int offset) {
+  const size_t colon = endpoint.rfind(':');
+  if (colon == std::string::npos || colon + 1 >= endpoint.size()) {
+    throw InvalidArgument("endpoint '" + endpoint + "' has no port");
+  }
+  const std::string port = endpoint.substr(colon + 1);
+  if (port == "*") return endpoint;
+  try {
+    return endpoint.substr(0, colon + 1) + std::to_string(std::stoi(port) + offset);
+  } catch (const std::exception&) {
+    throw InvalidArgument("endpoint '" + endpoint + "' has no numeric port");
+  }
+}
 
 WeightsBroadcaster::WeightsBroadcaster(WeightsPublishingOptions options, ShardedModel& model)
     : options_(std::move(options)), model_(model) {
