@@ -8,8 +8,9 @@
 #include "actors/q_policy.h"
 #include "actors/weights_follower.h"
 #include "common/errors.h"
-#include "envs/random.h"
+#include "common/random.h"
 #include "models/model_spec.h"
+#include "replay/service/transition.h"
 
 namespace rlswarm::actors {
 
@@ -43,7 +44,9 @@ Actor::Actor(ActorOptions options, const models::ModelSpec& model, std::uint64_t
       env_(options_.env_name, options_.env),
       n_step_(options_.n_step, options_.env.num_envs, env_.observation_bytes(),
               sizeof(std::int64_t)),
-      writer_(std::move(writer)) {
+      writer_(writer),
+      batch_items_(writer.max_batch_items),
+      batch_delay_(writer.flush_interval) {
   if (env_.spec().action.kind != envs::ActionKind::kDiscrete) {
     throw InvalidArgument("actor: " + options_.env_name +
                           " has continuous actions (DQN needs discrete)");
@@ -63,7 +66,7 @@ void Actor::RefreshWeights() {
   std::optional<rpc::VersionedBlob> blob =
       weights_->Poll(static_cast<std::uint64_t>(policy_version_));
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stats_.newest_version_seen = static_cast<std::int64_t>(weights_->newest_announced());
   }
   if (!blob) return;
@@ -75,19 +78,28 @@ void Actor::RefreshWeights() {
     return;
   }
   policy_version_ = static_cast<std::int64_t>(blob->version);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stats_.policy_version = policy_version_;
   ++stats_.weight_updates;
 }
 
-void Actor::SendReady() {
-  const TransitionColumns& t = n_step_.ready();
-  const std::int64_t n = t.size();
+void Actor::SendReady(bool force) {
+  const std::int64_t n = n_step_.ready().size();
+  if (n == 0) return;
+  const auto now = Clock::now();
+  if (ready_since_ == Clock::time_point{}) ready_since_ = now;
+  if (!force && n < batch_items_ && now - ready_since_ < batch_delay_) return;
+  ready_since_ = {};
+  // The columns go to the writer as they are: the batches' frames point into
+  // them, and the shared owner keeps them alive until every batch is
+  // acknowledged or dropped.
+  auto owner = std::make_shared<const TransitionColumns>(n_step_.TakeReady());
+  const TransitionColumns& t = *owner;
   const std::size_t obs_bytes = env_.observation_bytes();
   const auto& obs_spec = env_.spec().observation;
   std::int64_t begin = 0;
   while (begin < n) {
-    // One Append per run of rows from the same policy version.
+    // One batch per run of rows from the same policy version.
     std::int64_t end = begin + 1;
     while (end < n && t.policy_version[end] == t.policy_version[begin]) ++end;
     const std::int64_t rows = end - begin;
@@ -96,36 +108,34 @@ void Actor::SendReady() {
     const std::vector<std::int64_t> scalar_shape = {rows};
     const auto b = static_cast<std::size_t>(begin);
     const auto r = static_cast<std::size_t>(rows);
+    namespace field = replay::transition;
     replay::InsertBatch batch;
     batch.fields = {
-        {"observation", obs_spec.dtype, obs_shape,
+        {field::kObservation, obs_spec.dtype, obs_shape,
          std::span(t.observation).subspan(b * obs_bytes, r * obs_bytes)},
-        {"action", DType::kInt64, scalar_shape,
+        {field::kAction, DType::kInt64, scalar_shape,
          std::span(t.action).subspan(b * sizeof(std::int64_t), r * sizeof(std::int64_t))},
-        {"reward", DType::kFloat32, scalar_shape, std::as_bytes(std::span(t.reward).subspan(b, r))},
-        {"discount", DType::kFloat32, scalar_shape,
+        {field::kReward, DType::kFloat32, scalar_shape,
+         std::as_bytes(std::span(t.reward).subspan(b, r))},
+        {field::kDiscount, DType::kFloat32, scalar_shape,
          std::as_bytes(std::span(t.discount).subspan(b, r))},
-        {"next_observation", obs_spec.dtype, obs_shape,
+        {field::kNextObservation, obs_spec.dtype, obs_shape,
          std::span(t.next_observation).subspan(b * obs_bytes, r * obs_bytes)}};
     batch.priorities = std::span(t.priority).subspan(b, r);
     batch.policy_version = t.policy_version[b];
-    writer_.Append(batch);
+    writer_.AppendShared(batch, owner);
     begin = end;
   }
-  {
-    std::lock_guard lock(mu_);
-    stats_.transitions += n;
-  }
-  n_step_.ClearReady();
+  MutexLock lock(mu_);
+  stats_.transitions += n;
 }
 
 void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
   const std::int64_t m = env_.num_envs();
   const std::int64_t num_actions = policy_->num_actions();
   const std::size_t obs_bytes = env_.observation_bytes();
-  envs::Rng rng(envs::DeriveSeed(options_.seed, static_cast<std::uint64_t>(options_.actor_id)));
-  env_.Reset(
-      envs::DeriveSeed(options_.seed ^ 0x5eedULL, static_cast<std::uint64_t>(options_.actor_id)));
+  Rng rng(DeriveSeed(options_.seed, static_cast<std::uint64_t>(options_.actor_id)));
+  env_.Reset(DeriveSeed(options_.seed ^ 0x5eedULL, static_cast<std::uint64_t>(options_.actor_id)));
 
   std::vector<float> q(static_cast<std::size_t>(m * num_actions));
   std::vector<float> values(static_cast<std::size_t>(m));
@@ -157,7 +167,7 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
       q_taken[i] = row[actions[i]];
     }
     n_step_.SetCurrentValues(values);
-    SendReady();  // every ready transition has its priority now
+    SendReady(false);  // every ready transition has its priority now
 
     env_.Step(actions);
     const auto mm = static_cast<std::size_t>(m);
@@ -206,7 +216,7 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
       RefreshWeights();
       last_refresh = now;
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stats_.env_steps = steps;
     stats_.episodes += finished;
     if (finished > 0) {
@@ -217,11 +227,21 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
     stats_.steps_per_sec = static_cast<double>(steps) /
                            std::max(1e-9, std::chrono::duration<double>(now - start).count());
   }
+  // The last step's transitions get their priorities from the current
+  // observations, so that stopping loses none of what the actor holds.
+  std::memcpy(observations.data(), env_.observations(), observations.size());
+  policy_->Evaluate(observations, m, q);
+  for (std::int64_t i = 0; i < m; ++i) {
+    const float* row = q.data() + i * num_actions;
+    values[i] = *std::max_element(row, row + num_actions);
+  }
+  n_step_.SetCurrentValues(values);
+  SendReady(true);
   writer_.Flush(std::chrono::seconds(5));
 }
 
 ActorStats Actor::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ActorStats s = stats_;
   s.writer = writer_.stats();
   return s;

@@ -28,13 +28,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "actors/exploration.h"
 #include "actors/n_step.h"
+#include "common/thread_annotations.h"
 #include "envs/vector_env.h"
 #include "replay/service/replay_writer.h"
 #include "rpc/broadcast.h"
@@ -106,7 +106,10 @@ class Actor {
 
  private:
   void RefreshWeights();
-  void SendReady();
+  // Hands the ready transitions to the writer once a batch's worth
+  // (max_batch_items) has gathered, the oldest has waited flush_interval,
+  // or `force`.
+  void SendReady(bool force);
 
   const ActorOptions options_;
   std::unique_ptr<QPolicy> policy_;
@@ -117,9 +120,12 @@ class Actor {
   std::atomic<bool> stop_{false};
   double epsilon_ = 0;
   std::int64_t policy_version_ = 0;
+  const std::int64_t batch_items_;               // the writer's max_batch_items
+  const std::chrono::milliseconds batch_delay_;  // and flush_interval
+  std::chrono::steady_clock::time_point ready_since_;
 
-  mutable std::mutex mu_;  // guards stats_
-  ActorStats stats_;
+  mutable Mutex mu_;
+  ActorStats stats_ RLSWARM_GUARDED_BY(mu_);
 };
 
 }  // namespace rlswarm::actors

@@ -76,7 +76,7 @@ rpc::SubscriberOptions Follow(const rpc::Publisher& publisher) {
 
 // Weights under which the greedy action is always `action`: every
 // parameter 0 except the head's bias.
-std::vector<rpc::Payload> AlwaysAction(int action) {
+std::vector<Payload> AlwaysAction(int action) {
   models::NamedTensors named = models::InitNamedParameters(kMlp, 0);
   for (auto& [name, t] : named) {
     t = at::zeros_like(t).to(at::kFloat);
@@ -163,7 +163,7 @@ TEST(ActorTest, NewWeightsPublishedMidRunChangeTheActions) {
 
 // As a learner with two ranks publishes in publish_mode parts: rank r
 // holds elements [r * n / 2, (r + 1) * n / 2) of every parameter.
-std::vector<rpc::Payload> AlwaysActionPart(int action, int rank) {
+std::vector<Payload> AlwaysActionPart(int action, int rank) {
   const models::WeightsPart whole = models::DecodeWeights(AlwaysAction(action));
   models::NamedTensors part;
   int index = 0;

@@ -65,6 +65,24 @@ std::int64_t NStepAccumulator::Emit(std::int64_t e, std::int64_t i, bool termina
   return ready_.size() - 1;
 }
 
+TransitionColumns NStepAccumulator::TakeReady() {
+  if (waiting() > 0) {
+    throw FailedPrecondition("n-step: " + std::to_string(waiting()) +
+                             " ready transitions still wait for a value");
+  }
+  TransitionColumns taken = std::move(ready_);
+  ready_ = TransitionColumns{};
+  const auto rows = static_cast<std::size_t>(taken.size());
+  ready_.observation.reserve(taken.observation.size());
+  ready_.action.reserve(taken.action.size());
+  ready_.reward.reserve(rows);
+  ready_.discount.reserve(rows);
+  ready_.next_observation.reserve(taken.next_observation.size());
+  ready_.priority.reserve(rows);
+  ready_.policy_version.reserve(rows);
+  return taken;
+}
+
 void NStepAccumulator::SetCurrentValues(std::span<const float> values) {
   if (static_cast<std::int64_t>(values.size()) != num_envs_) {
     throw InvalidArgument("n-step: " + std::to_string(values.size()) + " values for " +

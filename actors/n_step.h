@@ -90,6 +90,11 @@ class NStepAccumulator {
 
   const TransitionColumns& ready() const { return ready_; }
   void ClearReady() { ready_.Clear(); }
+  // Moves the ready transitions out (to hand them on without a copy) and
+  // starts new columns with room for as many rows. Throws
+  // FailedPrecondition while transitions wait for a value: their rows are
+  // in ready() and must get their priorities first.
+  TransitionColumns TakeReady();
   // Transitions emitted but waiting for a value.
   std::int64_t waiting() const {
     return static_cast<std::int64_t>(waiting_current_.size() + waiting_final_.size());

@@ -21,7 +21,7 @@ QBatchPolicy::QBatchPolicy(QPolicy& policy, std::int64_t num_envs, double epsilo
 }
 
 void QBatchPolicy::OnEpisodeStart(std::int64_t slot, std::uint64_t episode_id) {
-  rngs_[slot].Seed(envs::DeriveSeed(seed_ ^ 0xe7a1ULL, episode_id));
+  rngs_[slot].Seed(DeriveSeed(seed_ ^ 0xe7a1ULL, episode_id));
   episode_ids_[slot] = episode_id;
   steps_[slot] = 0;
 }

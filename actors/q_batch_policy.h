@@ -31,7 +31,7 @@ class QBatchPolicy final : public envs::BatchPolicy {
   QPolicy& policy_;
   double epsilon_;
   std::uint64_t seed_;
-  std::vector<envs::Rng> rngs_;
+  std::vector<Rng> rngs_;
   std::vector<std::uint64_t> episode_ids_;
   std::vector<std::int64_t> steps_;
   std::vector<float> q_;

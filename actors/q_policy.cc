@@ -87,7 +87,7 @@ void QPolicy::Evaluate(std::span<const std::byte> observations, std::int64_t row
   std::memcpy(q_out.data(), q.data_ptr<float>(), q_out.size_bytes());
 }
 
-void QPolicy::LoadWeights(const std::vector<rpc::Payload>& blob) {
+void QPolicy::LoadWeights(const std::vector<Payload>& blob) {
   const models::WeightsPart part = models::DecodeWeights(blob);
   if (part.num_shards != 1) {
     throw InvalidArgument("QPolicy: a weights blob of one shard of " +

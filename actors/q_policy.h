@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/dtype.h"
-#include "rpc/payload.h"
+#include "common/payload.h"
 
 namespace rlswarm::models {
 struct ModelSpec;
@@ -44,7 +44,7 @@ class QPolicy {
   // Replaces the parameters with a weights blob (models/weights_wire.h; one
   // whole-model part). Throws InvalidArgument on a malformed blob or names
   // and shapes that do not match the network (the old weights stay).
-  void LoadWeights(const std::vector<rpc::Payload>& blob);
+  void LoadWeights(const std::vector<Payload>& blob);
   std::int64_t num_actions() const { return num_actions_; }
   std::size_t observation_bytes() const { return observation_bytes_; }
 

@@ -27,7 +27,7 @@ models::NamedTensors Weights(std::uint64_t seed) {
 
 // Rank `rank` of `ranks`: a contiguous slice of every parameter's elements,
 // named as learner/weights_broadcaster.cc names them.
-std::vector<rpc::Payload> Part(const models::NamedTensors& named, int rank, int ranks) {
+std::vector<Payload> Part(const models::NamedTensors& named, int rank, int ranks) {
   models::NamedTensors part;
   int index = 0;
   for (const auto& [name, t] : named) {
@@ -43,7 +43,7 @@ std::vector<rpc::Payload> Part(const models::NamedTensors& named, int rank, int 
   return models::EncodeWeights(part, rank, ranks);
 }
 
-bool SameWeights(const std::vector<rpc::Payload>& blob, const models::NamedTensors& expected) {
+bool SameWeights(const std::vector<Payload>& blob, const models::NamedTensors& expected) {
   const models::WeightsPart decoded = models::DecodeWeights(blob);
   if (decoded.num_shards != 1 || decoded.tensors.size() != expected.size()) return false;
   for (std::size_t i = 0; i < expected.size(); ++i) {
@@ -146,7 +146,7 @@ TEST(WeightsFollowerTest, PartsThatDoNotMatchThePublishersFollowedAreIgnored) {
 TEST(WeightsFollowerTest, GarbageBlobsAreSkipped) {
   rpc::Publisher publisher(rpc::PublisherOptions{});
   WeightsFollower follower({Follow(publisher)});
-  publisher.Publish(1, {rpc::Payload::FromString("not weights")});
+  publisher.Publish(1, {Payload::FromString("not weights")});
   ASSERT_TRUE(replay::testing::WaitFor([&] { return follower.newest_announced() == 1; }, 10s));
   EXPECT_FALSE(follower.WaitNewer(0, 100ms));
   const models::NamedTensors v2 = Weights(2);

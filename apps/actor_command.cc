@@ -12,10 +12,11 @@
 #include "actors/actor.h"
 #include "actors/q_policy.h"
 #include "apps/commands.h"
-#include "apps/experiment_config.h"
-#include "apps/process_control.h"
-#include "apps/role_options.h"
 #include "common/logging.h"
+#include "config/experiment_config.h"
+#include "config/role_options.h"
+#include "launch/process_control.h"
+#include "launch/role_metrics.h"
 #include "models/model_spec.h"
 
 namespace rlswarm::apps {
@@ -28,6 +29,9 @@ struct ActorArgs {
   std::vector<std::string> weights_endpoint_files;
   std::int64_t max_steps = 0;
   std::string metrics_file;
+  int metrics_port = -1;
+  std::string metrics_bind;
+  std::string metrics_endpoint_file;
   bool print_config = false;
   std::vector<std::string> overrides;
 };
@@ -50,26 +54,27 @@ void RunActor(const ActorArgs& args, const CLI::App& cmd) {
   std::vector<std::string> overrides;
   if (cmd.count("--num-actors"))
     overrides.push_back("actor.num_actors=" + std::to_string(args.num_actors));
+  if (!args.metrics_bind.empty()) overrides.push_back("launch.metrics_bind=" + args.metrics_bind);
   overrides.insert(overrides.end(), args.overrides.begin(), args.overrides.end());
-  ExperimentConfig config = ExperimentConfig::Load(args.config_file, overrides);
+  config::ExperimentConfig config = config::ExperimentConfig::Load(args.config_file, overrides);
   if (args.print_config) {
     std::cout << config.ToYaml();
     return;
   }
   if (args.actor_id < 0 || args.actor_id >= config.actor.num_actors) {
-    throw ConfigError(
+    throw config::ConfigError(
         "--actor-id " + std::to_string(args.actor_id) +
         " is not in [0, actor.num_actors = " + std::to_string(config.actor.num_actors) + ")");
   }
   InitLogging("actor-" + std::to_string(args.actor_id), ParseLogLevel(config.log.level));
-  sigset_t stop_signals = BlockStopSignals();
+  sigset_t stop_signals = launch::BlockStopSignals();
   actors::SetInferenceThreads(1);
 
-  actors::ActorOptions options = MakeActorOptions(config, args.actor_id, args.max_steps);
+  actors::ActorOptions options = config::MakeActorOptions(config, args.actor_id, args.max_steps);
   for (const std::string& file : args.weights_endpoint_files) {
     options.weights.push_back(ReadWeightsEndpoints(file, config.security.ToClientOptions()));
   }
-  const replay::ReplayWriterOptions writer = MakeActorWriterOptions(config);
+  const replay::ReplayWriterOptions writer = config::MakeActorWriterOptions(config);
 
   actors::Actor actor(options, config.ModelSpec(), config.model.seed, writer);
   std::thread stopper([&] {
@@ -77,6 +82,11 @@ void RunActor(const ActorArgs& args, const CLI::App& cmd) {
     sigwait(&stop_signals, &signal_number);
     if (signal_number != 0) actor.Stop();
   });
+  const std::unique_ptr<observe::MetricsHttpServer> endpoint = launch::StartRoleMetricsEndpoint(
+      {config.launch.metrics_bind, args.metrics_port, args.metrics_endpoint_file},
+      [&actor, labels = launch::RoleLabels("actor", "actor", args.actor_id)] {
+        return launch::ActorMetrics(actor.stats(), labels);
+      });
   std::ofstream metrics;
   if (!args.metrics_file.empty()) metrics.open(args.metrics_file, std::ios::app);
   auto last_log = std::chrono::steady_clock::now();
@@ -85,7 +95,8 @@ void RunActor(const ActorArgs& args, const CLI::App& cmd) {
                actors::Epsilon(options.exploration, options.actor_id, options.num_actors, 0));
   actor.Run([&](const actors::EpisodeStats& e) {
     if (metrics.is_open()) {
-      metrics << EpisodeJsonLine(e) << std::endl;  // the launcher reads the file while it grows
+      metrics << config::EpisodeJsonLine(e)
+              << std::endl;  // the launcher reads the file while it grows
     }
     const auto now = std::chrono::steady_clock::now();
     if (now - last_log >= std::chrono::seconds(5)) {
@@ -126,6 +137,7 @@ void AddActorCommand(CLI::App& app) {
   cmd->add_option("--max-steps", args->max_steps, "Stop after this many env steps (0 = never)");
   cmd->add_option("--metrics-file", args->metrics_file,
                   "Append one JSON line per finished episode");
+  AddMetricsEndpointOptions(cmd, args.get());
   cmd->add_flag("--print-config", args->print_config, "Print the resolved config and exit");
   cmd->add_option("overrides", args->overrides, "Config overrides: section.key=value ...");
   cmd->callback([args, cmd] { RunActor(*args, *cmd); });

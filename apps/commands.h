@@ -28,4 +28,17 @@ void AddLaunchCommand(CLI::App& app);
 // `rlswarm plot RUN_DIR [--tags a,b] [--out FILE]`
 void AddPlotCommand(CLI::App& app);
 
+// The flags of a role's own Prometheus endpoint, the same for `replay`,
+// `learner` and `actor` (the launcher passes them in processes mode).
+template <class Args>
+void AddMetricsEndpointOptions(CLI::App* cmd, Args* args) {
+  cmd->add_option("--metrics-port", args->metrics_port,
+                  "Serve Prometheus metrics on this port (0 = a free one; -1 = off)")
+      ->check(CLI::Range(-1, 65535));
+  cmd->add_option("--metrics-bind", args->metrics_bind,
+                  "IP address the metrics endpoint listens on (launch.metrics_bind)");
+  cmd->add_option("--metrics-endpoint-file", args->metrics_endpoint_file,
+                  "Write the metrics URL to this file once serving");
+}
+
 }  // namespace rlswarm::apps

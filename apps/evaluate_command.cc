@@ -4,23 +4,91 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "actors/q_batch_policy.h"
 #include "actors/q_policy.h"
-#include "apps/checkpoint_weights.h"
 #include "apps/commands.h"
-#include "apps/experiment_config.h"
-#include "apps/png_writer.h"
 #include "common/logging.h"
+#include "config/experiment_config.h"
 #include "envs/episode_runner.h"
 #include "envs/render.h"
+#include "evaluate/checkpoint_weights.h"
 #include "models/model_spec.h"
+#include "observe/gif_writer.h"
+#include "observe/png_writer.h"
 
 namespace rlswarm::apps {
 namespace {
+
+// How long a recorded frame shows: CartPole-v1 in real time (its physics
+// step is 0.02 s, Gymnasium renders it at 50 fps); the MinAtar grids move a
+// cell a step, readable at 10 frames a second.
+int FrameDelayCs(const std::string& env_name) { return env_name == "CartPole-v1" ? 2 : 10; }
+
+// `--record`: the first `episodes` episodes as PNG frames
+// (DIR/episode-NNNN/frame-NNNNN.png) and one animated GIF each
+// (DIR/episode-NNNN.gif). Episodes run side by side in the env's slots, so
+// each slot has its GIF open until the slot starts another episode (or
+// Finish()), and no more than num_envs GIFs are open at once.
+class EpisodeRecorder {
+ public:
+  EpisodeRecorder(std::string dir, std::uint64_t episodes, int frame_delay_cs)
+      : dir_(std::move(dir)), episodes_(episodes), frame_delay_cs_(frame_delay_cs) {}
+
+  // Whether `episode`'s frames are wanted; first finishes the slot's GIF
+  // when the slot has moved on to another episode.
+  bool Wants(std::int64_t slot, std::uint64_t episode) {
+    const auto open = open_.find(slot);
+    if (open != open_.end() && open->second.episode != episode) {
+      Close(open->second);
+      open_.erase(open);
+    }
+    return episode < episodes_;
+  }
+
+  void Frame(std::int64_t slot, std::uint64_t episode, std::int64_t step,
+             const envs::Image& image) {
+    if (!Wants(slot, episode)) return;
+    const std::string frames = fmt::format("{}/episode-{:04d}", dir_, episode);
+    auto open = open_.find(slot);
+    if (open == open_.end()) {
+      std::filesystem::create_directories(frames);
+      auto gif = std::make_unique<observe::GifWriter>(frames + ".gif", frame_delay_cs_);
+      open = open_.emplace(slot, Recording{episode, std::move(gif)}).first;
+    }
+    observe::WritePng(fmt::format("{}/frame-{:05d}.png", frames, step), image);
+    open->second.gif->AddFrame(image);
+  }
+
+  // Closes the GIFs still open; returns "PATH (N frames)" per episode.
+  std::vector<std::string> Finish() {
+    for (auto& [slot, recording] : open_) Close(recording);
+    open_.clear();
+    return written_;
+  }
+
+ private:
+  struct Recording {
+    std::uint64_t episode;
+    std::unique_ptr<observe::GifWriter> gif;
+  };
+  void Close(Recording& r) {
+    r.gif->Close();
+    written_.push_back(fmt::format("{} ({} frames)", r.gif->path(), r.gif->frames()));
+  }
+
+  std::string dir_;
+  std::uint64_t episodes_;
+  int frame_delay_cs_;
+  std::map<std::int64_t, Recording> open_;  // by slot
+  std::vector<std::string> written_;
+};
 
 struct EvaluateArgs {
   std::string config_file;
@@ -52,7 +120,7 @@ void RunEvaluate(const EvaluateArgs& args, const CLI::App& cmd) {
   if (cmd.count("--num-envs")) overrides.push_back(fmt::format("env.num_envs={}", args.num_envs));
   overrides.insert(overrides.end(), args.overrides.begin(), args.overrides.end());
 
-  ExperimentConfig config = ExperimentConfig::Load(args.config_file, overrides);
+  config::ExperimentConfig config = config::ExperimentConfig::Load(args.config_file, overrides);
   if (args.print_config) {
     std::cout << config.ToYaml();
     return;
@@ -65,31 +133,34 @@ void RunEvaluate(const EvaluateArgs& args, const CLI::App& cmd) {
                       env_cfg.ToVectorEnvOptions(envs::AutoResetSeeding::kSeedPerEpisode));
   std::unique_ptr<envs::BatchPolicy> policy;
   std::unique_ptr<actors::QPolicy> network;
+  std::unique_ptr<EpisodeRecorder> recorder;
   if (eval.policy == "random") {
     if (!args.record_dir.empty() || cmd.count("--epsilon")) {
-      throw ConfigError("--record and --epsilon need a Q-network policy (--checkpoint)");
+      throw config::ConfigError("--record and --epsilon need a Q-network policy (--checkpoint)");
     }
     policy = std::make_unique<envs::RandomPolicy>(env.spec(), env.num_envs(), eval.seed);
   } else {
-    if (args.checkpoint.empty()) throw ConfigError("evaluate.policy 'q' needs --checkpoint PATH");
+    if (args.checkpoint.empty())
+      throw config::ConfigError("evaluate.policy 'q' needs --checkpoint PATH");
     actors::SetInferenceThreads(1);
     network = std::make_unique<actors::QPolicy>(config.ModelSpec(), config.model.seed,
                                                 env.spec().observation.dtype);
-    network->LoadWeights(CheckpointWeights(args.checkpoint));
+    network->LoadWeights(evaluate::CheckpointWeights(args.checkpoint));
     auto q_policy =
         std::make_unique<actors::QBatchPolicy>(*network, env.num_envs(), args.epsilon, eval.seed);
     if (!args.record_dir.empty()) {
       if (!envs::CanRender(env.spec())) {
-        throw ConfigError("--record: cannot draw " + env_cfg.name +
-                          " (CartPole-v1 and the MinAtar games can be drawn)");
+        throw config::ConfigError("--record: cannot draw " + env_cfg.name +
+                                  " (CartPole-v1 and the MinAtar games can be drawn)");
       }
-      q_policy->on_observation = [&env, &args](std::int64_t slot, std::uint64_t episode,
-                                               std::int64_t step) {
-        if (episode >= static_cast<std::uint64_t>(args.record_episodes)) return;
-        const std::string dir = fmt::format("{}/episode-{:04d}", args.record_dir, episode);
-        std::filesystem::create_directories(dir);
-        WritePng(fmt::format("{}/frame-{:05d}.png", dir, step),
-                 envs::RenderObservation(env.spec(), env.observation(slot)));
+      recorder = std::make_unique<EpisodeRecorder>(args.record_dir,
+                                                   static_cast<std::uint64_t>(args.record_episodes),
+                                                   FrameDelayCs(env_cfg.name));
+      q_policy->on_observation = [&env, &recorder](std::int64_t slot, std::uint64_t episode,
+                                                   std::int64_t step) {
+        if (!recorder->Wants(slot, episode)) return;
+        recorder->Frame(slot, episode, step,
+                        envs::RenderObservation(env.spec(), env.observation(slot)));
       };
     }
     policy = std::move(q_policy);
@@ -103,6 +174,15 @@ void RunEvaluate(const EvaluateArgs& args, const CLI::App& cmd) {
   const envs::ReturnSummary s = envs::Summarize(episodes);
   std::int64_t steps = 0;
   for (const auto& e : episodes) steps += e.length;
+  if (recorder) {
+    // Before the results, and on stderr with --json, so that stdout stays
+    // one JSON object.
+    std::string where =
+        fmt::format("recorded to {}: PNG frames in episode-NNNN/, GIFs:\n", args.record_dir);
+    for (const std::string& gif : recorder->Finish()) where += "  " + gif + "\n";
+    std::fputs(where.c_str(), args.json ? stderr : stdout);
+    std::fflush(args.json ? stderr : stdout);
+  }
 
   if (args.json) {
     nlohmann::json j = {{"env", env_cfg.name},
@@ -147,7 +227,8 @@ void AddEvaluateCommand(CLI::App& app) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--record", args->record_dir,
                   "Write each step of the first --record-episodes episodes as PNG frames "
-                  "(DIR/episode-NNNN/frame-NNNNN.png)");
+                  "(DIR/episode-NNNN/frame-NNNNN.png) and one animated GIF per episode "
+                  "(DIR/episode-NNNN.gif)");
   cmd->add_option("--record-episodes", args->record_episodes, "Episodes to record (default 1)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--episodes", args->episodes, "Episodes to run (evaluate.episodes)");

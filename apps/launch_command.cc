@@ -12,14 +12,15 @@
 #include <iostream>
 
 #include "apps/commands.h"
-#include "apps/embedded_launch.h"
-#include "apps/experiment_config.h"
-#include "apps/process_control.h"
-#include "apps/process_launch.h"
-#include "apps/run_directory.h"
-#include "apps/scalar_log.h"
-#include "apps/tensorboard_writer.h"
+#include "common/errors.h"
 #include "common/logging.h"
+#include "config/experiment_config.h"
+#include "launch/embedded_launch.h"
+#include "launch/process_control.h"
+#include "launch/process_launch.h"
+#include "launch/run_directory.h"
+#include "observe/scalar_log.h"
+#include "observe/tensorboard_writer.h"
 
 namespace rlswarm::apps {
 namespace {
@@ -33,7 +34,7 @@ struct LaunchArgs {
 
 // "auto": embedded unless the learner has several ranks (they need
 // processes: one c10d rank each).
-std::string ResolveMode(const ExperimentConfig& config, int learner_ranks) {
+std::string ResolveMode(const config::ExperimentConfig& config, int learner_ranks) {
   if (config.launch.mode != "auto") return config.launch.mode;
   return learner_ranks > 1 ? "processes" : "embedded";
 }
@@ -42,29 +43,29 @@ void RunLaunch(LaunchArgs args) {
   // CLI11 hands every positional to `overrides` when the first one looks
   // like an override; the config file is the one without '='.
   if (args.resume.empty() && args.config_file.empty()) {
-    throw ConfigError("launch: give a CONFIG file, or --resume RUN_DIR");
+    throw config::ConfigError("launch: give a CONFIG file, or --resume RUN_DIR");
   }
   const bool resume = !args.resume.empty();
   if (resume && !args.config_file.empty()) {
     if (args.config_file.find('=') == std::string::npos) {
-      throw ConfigError("launch --resume takes the config of the run directory; drop " +
-                        args.config_file);
+      throw config::ConfigError("launch --resume takes the config of the run directory; drop " +
+                                args.config_file);
     }
     args.overrides.insert(args.overrides.begin(), args.config_file);
     args.config_file.clear();
   }
   // A resumed run's directory is checked first: its config is in it.
-  std::optional<RunDirectory> resumed;
-  if (resume) resumed = RunDirectory::Open(args.resume, /*resume=*/true);
+  std::optional<launch::RunDirectory> resumed;
+  if (resume) resumed = launch::RunDirectory::Open(args.resume, /*resume=*/true);
   const std::string config_file = resume ? resumed->config().string() : args.config_file;
-  ExperimentConfig config = ExperimentConfig::Load(config_file, args.overrides);
-  const RunDirectory run =
-      resume
-          ? *resumed
-          : RunDirectory::Open(args.run_dir.empty()
-                                   ? RunDirectory::DefaultPath(config.launch.runs_dir, config_file)
-                                   : std::filesystem::path(args.run_dir),
-                               /*resume=*/false);
+  config::ExperimentConfig config = config::ExperimentConfig::Load(config_file, args.overrides);
+  const launch::RunDirectory run =
+      resume ? *resumed
+             : launch::RunDirectory::Open(
+                   args.run_dir.empty()
+                       ? launch::RunDirectory::DefaultPath(config.launch.runs_dir, config_file)
+                       : std::filesystem::path(args.run_dir),
+                   /*resume=*/false);
   // Checkpoints live in the run directory unless the config says otherwise,
   // so --resume finds them.
   if (config.learner.checkpoint_dir.empty()) {
@@ -75,9 +76,9 @@ void RunLaunch(LaunchArgs args) {
   }
   run.WriteConfig(config.ToYaml());
 
-  RunSummary earlier;
+  launch::RunSummary earlier;
   if (resume) {
-    if (std::optional<RunSummary> s = run.ReadSummary()) {
+    if (std::optional<launch::RunSummary> s = run.ReadSummary()) {
       earlier = *s;
       earlier.resumes += 1;
     }
@@ -93,20 +94,32 @@ void RunLaunch(LaunchArgs args) {
 
   // Blocked before any role starts a thread, so every thread inherits the
   // mask and the signals wait for the launcher's loop.
-  const sigset_t stop_signals = BlockStopSignals();
-  ScalarLog scalars;
-  scalars.Add(OpenJsonlScalarWriter(run.scalars().string()));
-  scalars.Add(OpenTensorBoardWriter(run.tensorboard().string()));
+  const sigset_t stop_signals = launch::BlockStopSignals();
+  observe::ScalarLog scalars;
+  scalars.Add(observe::OpenJsonlScalarWriter(run.scalars().string()));
+  scalars.Add(observe::OpenTensorBoardWriter(run.tensorboard().string()));
 
-  RunSummary summary;
+  launch::RunSummary summary;
   if (mode == "embedded") {
-    summary = RunEmbedded(config, run, scalars, earlier, stop_signals);
+    summary = launch::RunEmbedded(config, run, scalars, earlier, stop_signals);
   } else {
-    summary = RunProcesses(config, run, scalars, earlier, stop_signals);
+    summary = launch::RunProcesses(config, run, scalars, earlier, stop_signals);
   }
-  scalars.Flush();
-  run.WriteSummary(summary);
+  // The result reaches stdout before anything is written: a full disk must
+  // not cost the user the summary (the files are tried after, each on its
+  // own, and what failed is named).
   std::cout << summary.ToJson().dump(2) << std::endl;
+  scalars.Flush();
+  std::vector<std::string> not_written = scalars.failures();
+  try {
+    run.WriteSummary(summary);
+  } catch (const std::exception& e) {
+    not_written.push_back(e.what());
+  }
+  if (!not_written.empty()) {
+    throw Unavailable("the run's summary is above, but " + std::to_string(not_written.size()) +
+                      " file(s) could not be written: " + not_written.front());
+  }
   if (summary.stop_reason.find("failed") != std::string::npos) {
     throw Internal("the run stopped because a role failed: " + summary.stop_reason);
   }

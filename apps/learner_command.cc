@@ -1,7 +1,8 @@
 // `rlswarm learner`: runs one rank of the Ape-X DQN learner until SIGTERM,
 // SIGINT or learner.max_updates, then writes a last checkpoint (when
 // learner.checkpoint_dir is set) and exits 0. Resumes from the newest valid
-// checkpoint in learner.checkpoint_dir at start.
+// checkpoint in learner.checkpoint_dir at start. Exits 75 (a watchdog alarm,
+// learner.watchdog_timeout_s) when a peer rank stops or hangs.
 
 #include <ATen/Parallel.h>
 #include <malloc.h>
@@ -17,12 +18,16 @@
 #include <iostream>
 
 #include "apps/commands.h"
-#include "apps/experiment_config.h"
-#include "apps/process_control.h"
 #include "common/logging.h"
+#include "config/experiment_config.h"
+#include "launch/process_control.h"
+#include "launch/role_metrics.h"
 #include "learner/device_plan.h"
 #include "learner/dqn_learner.h"
 #include "learner/env_rendezvous.h"
+#include "learner/memory_peak.h"
+#include "learner/trace_update.h"
+#include "learner/watchdog.h"
 
 namespace rlswarm::apps {
 namespace {
@@ -35,11 +40,16 @@ struct LearnerArgs {
   int master_port = -1;
   int local_rank = -1;  // -1: LOCAL_RANK / SLURM_LOCALID, or 0
   std::string weights_endpoint_file;
+  std::string trace_file;  // --trace: one update as Chrome trace JSON
+  int metrics_port = -1;
+  std::string metrics_bind;
+  std::string metrics_endpoint_file;
   bool print_config = false;
   std::vector<std::string> overrides;
 };
 
-learner::RendezvousOptions RendezvousFrom(const LearnerArgs& args, const ExperimentConfig& config) {
+learner::RendezvousOptions RendezvousFrom(const LearnerArgs& args,
+                                          const config::ExperimentConfig& config) {
   learner::RendezvousOptions o = learner::RendezvousOptionsFromEnv(
       [](const char* name) -> std::optional<std::string> {
         const char* value = std::getenv(name);
@@ -55,13 +65,20 @@ learner::RendezvousOptions RendezvousFrom(const LearnerArgs& args, const Experim
   if (!args.master_addr.empty()) o.master_addr = args.master_addr;
   if (args.master_port >= 0) o.master_port = static_cast<uint16_t>(args.master_port);
   if (args.local_rank >= 0) o.local_rank = args.local_rank;
+  // Gloo listens on the address it is given; without one it would take
+  // whatever the hostname resolves to (often every interface's, or none
+  // that the peers can reach). The route to the master is the one the
+  // group's traffic takes.
+  if (o.world_size > 1 && o.gloo_hostname.empty()) {
+    o.gloo_hostname = learner::LocalAddressTowards(o.master_addr);
+  }
   o.Validate();
   return o;
 }
 
 // learner.device / learner.backend for this rank; a refusal is a config
 // error (exit 2) that names the key.
-learner::DevicePlan PlanThisRank(const ExperimentConfig& config,
+learner::DevicePlan PlanThisRank(const config::ExperimentConfig& config,
                                  const learner::RendezvousOptions& rendezvous,
                                  const std::string& file) {
   try {
@@ -69,12 +86,12 @@ learner::DevicePlan PlanThisRank(const ExperimentConfig& config,
                                 rendezvous.local_rank, rendezvous.world_size},
                                learner::ThisProcessInventory());
   } catch (const InvalidArgument& e) {
-    throw ConfigError(file + ": " + e.what());
+    throw config::ConfigError(file + ": " + e.what());
   }
 }
 
 // NCCL reads its settings from the environment when its communicator starts.
-void ConfigureNccl(const ExperimentConfig& config) {
+void ConfigureNccl(const config::ExperimentConfig& config) {
   // Errors and timeouts of NCCL collectives surface as exceptions in the
   // waiting thread, after NCCL's watchdog aborted the communicator (2 =
   // clean up only), instead of tearing the process down (1): the learner
@@ -94,6 +111,39 @@ std::string HostName() {
   return name;
 }
 
+// The watchdog of a multi-rank group (learner/watchdog.h): on an alarm this
+// rank exits with kWatchdogExitCode at once, from the watchdog's thread (the
+// training thread is blocked in a collective and cannot be unwound), so the
+// launcher restarts the group from its last checkpoint instead of waiting out
+// the collective timeout. A collective: every rank starts it at the same point.
+std::unique_ptr<learner::Watchdog> StartWatchdog(const config::ExperimentConfig& config,
+                                                 const learner::RendezvousOptions& rendezvous,
+                                                 const learner::ShardMesh& mesh) {
+  learner::WatchdogOptions options;
+  options.timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(config.learner.watchdog_timeout_s * 1000));
+  // Heartbeats go out on the interface this rank already uses for the group.
+  options.bind_address = learner::LocalAddressTowards(
+      rendezvous.gloo_hostname.empty() ? rendezvous.master_addr : rendezvous.gloo_hostname);
+  // hybrid_shard: the shard and replica groups' collectives are named too.
+  std::vector<std::shared_ptr<const learner::InFlightCollectives>> subgroups;
+  if (mesh.two_dim()) {
+    if (mesh.shard && mesh.shard->has_group()) subgroups.push_back(mesh.shard->in_flight());
+    subgroups.push_back(mesh.replica->in_flight());
+  }
+  return std::make_unique<learner::Watchdog>(
+      *mesh.world, options,
+      [](const learner::WatchdogAlarm& alarm) {
+        spdlog::critical(
+            "watchdog: {}; exiting with code {} so that the launcher restarts the group from its "
+            "last checkpoint",
+            alarm.message, learner::kWatchdogExitCode);
+        spdlog::default_logger()->flush();
+        std::_Exit(learner::kWatchdogExitCode);
+      },
+      std::move(subgroups));
+}
+
 // True when SIGTERM or SIGINT is pending (they are blocked, so nothing else
 // consumes them); never blocks.
 bool StopRequested(const sigset_t& stop_signals, int* signal_number) {
@@ -103,8 +153,40 @@ bool StopRequested(const sigset_t& stop_signals, int* signal_number) {
   return s > 0;
 }
 
+// --trace: the update after this many of this run's (warm-up: first
+// allocations, replay filled) is traced.
+constexpr int64_t kTracedUpdate = 10;
+
+// One update traced on every rank (learner/trace_update.h), rank 0 writing
+// the merged trace to `path`. Returns whether the update ran: false when a
+// stop signal came while replay had no batch (the signal stays pending for
+// the caller).
+bool TracedUpdate(learner::Communicator& comm, learner::DqnLearner& dqn, const std::string& path,
+                  const sigset_t& stop_signals) {
+  bool ran = false;
+  const std::string trace = learner::TraceOneUpdate(comm, [&] {
+    ran = dqn.Update();
+    // Gives up on a pending stop signal without taking it (the loop does).
+    sigset_t pending;
+    sigpending(&pending);
+    bool stopping = false;
+    for (int s : {SIGTERM, SIGINT}) {
+      stopping = stopping || (sigismember(&stop_signals, s) == 1 && sigismember(&pending, s) == 1);
+    }
+    return ran || stopping;
+  });
+  if (ran && comm.rank() == 0) {
+    learner::WriteTraceFile(path, trace);
+    spdlog::info("trace of update {} (all ranks) in {}", dqn.updates(), path);
+  }
+  return ran;
+}
+
 void RunLearner(const LearnerArgs& args) {
-  ExperimentConfig config = ExperimentConfig::Load(args.config_file, args.overrides);
+  std::vector<std::string> overrides;
+  if (!args.metrics_bind.empty()) overrides.push_back("launch.metrics_bind=" + args.metrics_bind);
+  overrides.insert(overrides.end(), args.overrides.begin(), args.overrides.end());
+  config::ExperimentConfig config = config::ExperimentConfig::Load(args.config_file, overrides);
   config.learner.CheckCheckpoints(args.config_file);
   if (args.print_config) {
     std::cout << config.ToYaml();
@@ -112,7 +194,7 @@ void RunLearner(const LearnerArgs& args) {
   }
   // Blocked before any thread starts (every thread inherits the mask), so
   // the signals stay pending until the training loop polls them.
-  sigset_t stop_signals = BlockStopSignals();
+  sigset_t stop_signals = launch::BlockStopSignals();
 
   // Keep freed gathered parameters, gradients and batch buffers in the heap
   // instead of giving them back to the OS and faulting them in again every
@@ -124,20 +206,49 @@ void RunLearner(const LearnerArgs& args) {
 
   learner::RendezvousOptions rendezvous = RendezvousFrom(args, config);
   InitLogging("learner-" + std::to_string(rendezvous.rank), ParseLogLevel(config.log.level));
+  // Serving before the rendezvous: a rank that waits for its peers is up
+  // (and says so: no updates yet) rather than missing.
+  launch::LearnerRankCounters counters;
+  const std::unique_ptr<observe::MetricsHttpServer> metrics = launch::StartRoleMetricsEndpoint(
+      {config.launch.metrics_bind, args.metrics_port, args.metrics_endpoint_file},
+      [&counters, labels = launch::RoleLabels("learner", "rank", rendezvous.rank)] {
+        return launch::LearnerRankMetrics(counters, labels);
+      });
   const learner::DevicePlan plan = PlanThisRank(config, rendezvous, args.config_file);
   rendezvous.backend = plan.backend;
   if (plan.backend == learner::Backend::kNccl) ConfigureNccl(config);
   spdlog::info("{}; device {}, backend {}", learner::TorchBuildDescription(), plan.device.str(),
                plan.needs_group ? learner::BackendName(plan.backend) : "none (one rank)");
 
+  // hybrid_shard's shard groups, checked before any rank waits for another.
+  const bool hybrid = config.learner.strategy == "hybrid_shard";
+  const int shard_group_size =
+      hybrid ? config.learner.ShardGroupSize(rendezvous.world_size, rendezvous.local_world_size,
+                                             args.config_file)
+             : rendezvous.world_size;
   std::shared_ptr<learner::Communicator> comm;
+  learner::ShardMesh mesh;
   learner::ProcessGroupHandle group;  // the store must outlive the group
   if (!plan.needs_group) {
     comm = std::make_shared<learner::Communicator>();  // no store, no group
+    mesh = learner::ShardMesh::OneDim(comm);
   } else {
     group = learner::Rendezvous(rendezvous);
     comm = group.MakeCommunicator();
     learner::CheckDistinctDevices(*comm, plan.device, HostName());
+    mesh =
+        hybrid ? learner::MakeShardMesh(group, shard_group_size) : learner::ShardMesh::OneDim(comm);
+    comm = mesh.world;
+    if (hybrid) {
+      spdlog::info("hybrid_shard: {} replicas x shard groups of {} ranks", mesh.num_replicas(),
+                   shard_group_size);
+    }
+  }
+  // Before the learner's first collective (resuming, publishing), destroyed
+  // after the learner's last: every collective of the run is watched.
+  std::unique_ptr<learner::Watchdog> watchdog;
+  if (plan.needs_group && rendezvous.world_size > 1 && config.learner.watchdog_timeout_s > 0) {
+    watchdog = StartWatchdog(config, rendezvous, mesh);
   }
   learner::DqnLearnerOptions options = config.learner.ToLearnerOptions(
       config.replay.ToSamplerOptions(config.security.ToClientOptions()),
@@ -145,8 +256,12 @@ void RunLearner(const LearnerArgs& args) {
   options.update_priorities = config.replay.selector == "prioritized";
   options.model.device = plan.device;
   options.model.sharding.mixed_precision = config.learner.MixedPrecision(comm->can_sum_bfloat16());
-  learner::DqnLearner dqn(config.ModelSpec(), options, comm);
+  // The rank's real peak from here (before the model is built) to the end,
+  // beside the computed one (learner/memory_peak.h).
+  learner::PeakMemoryMeter memory(plan.device);
+  learner::DqnLearner dqn(config.ModelSpec(), options, mesh, group.store);
   if (auto dir = dqn.Resume()) spdlog::info("resumed from {} at update {}", *dir, dqn.updates());
+  counters.updates = dqn.updates();
 
   if (options.publish_interval > 0 && dqn.broadcaster().publishes()) {
     spdlog::info("weights on {} (snapshot {})", dqn.broadcaster().endpoint(),
@@ -154,8 +269,8 @@ void RunLearner(const LearnerArgs& args) {
     if (!args.weights_endpoint_file.empty()) {
       std::string path = args.weights_endpoint_file;
       if (rendezvous.rank > 0) path += ".rank" + std::to_string(rendezvous.rank);
-      WriteLinesAtomically(path,
-                           {dqn.broadcaster().endpoint(), dqn.broadcaster().snapshot_endpoint()});
+      launch::WriteLinesAtomically(
+          path, {dqn.broadcaster().endpoint(), dqn.broadcaster().snapshot_endpoint()});
     }
   }
 
@@ -163,13 +278,21 @@ void RunLearner(const LearnerArgs& args) {
   const int64_t check_every = config.learner.stop_check_interval;
   int signal_number = 0;
   bool stop = false;
+  const int64_t traced_update = dqn.updates() + kTracedUpdate;
   while (!stop && (max_updates == 0 || dqn.updates() < max_updates)) {
-    if (!dqn.Update()) {
+    const bool trace = !args.trace_file.empty() && dqn.updates() + 1 == traced_update;
+    if (!(trace ? TracedUpdate(*comm, dqn, args.trace_file, stop_signals) : dqn.Update())) {
       // Replay had no batch in time (not filled yet, or rate limited);
       // nothing collective happened, so every rank can retry.
+      counters.replay_waits.fetch_add(1, std::memory_order_relaxed);
       if (StopRequested(stop_signals, &signal_number)) break;
       continue;
     }
+    counters.updates.store(dqn.updates(), std::memory_order_relaxed);
+    const learner::StepHealth& health = dqn.model().health();
+    if (!health.skipped) counters.grad_norm.store(health.grad_norm, std::memory_order_relaxed);
+    counters.update_to_weight.store(health.update_to_weight, std::memory_order_relaxed);
+    counters.nonfinite_skipped.store(health.skipped_steps, std::memory_order_relaxed);
     if (dqn.updates() % check_every == 0) {
       stop = dqn.AgreeToStop(StopRequested(stop_signals, &signal_number));
     }
@@ -179,8 +302,17 @@ void RunLearner(const LearnerArgs& args) {
                  dqn.updates());
   }
   const learner::LearnerMetrics m = dqn.TakeMetrics();
-  spdlog::info("{} updates; last interval {:.1f} updates/s, loss {:.4g}, mean |td| {:.4g}",
-               m.updates, m.updates_per_sec, m.loss, m.mean_abs_td);
+  spdlog::info(
+      "{} updates; last interval {:.1f} updates/s, loss {:.4g}, mean |td| {:.4g}, grad norm "
+      "{:.3g}, update/weight {:.2g}; {} skipped (non-finite gradient)",
+      m.updates, m.updates_per_sec, m.loss, m.mean_abs_td, m.grad_norm, m.update_to_weight,
+      m.nonfinite_skipped);
+  spdlog::info("measured peak {} bytes above the {} bytes in use before the model was built ({})",
+               memory.PeakBytesAboveBaseline(), memory.baseline_bytes(),
+               plan.device.is_cuda() ? "CUDA caching allocator"
+               : memory.ResetsHighWaterMark()
+                   ? "resident high-water mark"
+                   : "resident high-water mark since the process started: clear_refs unavailable");
   // The final weights reach the actors and the launcher's evaluator too.
   if (options.publish_interval > 0) dqn.Publish();
   if (!options.checkpoint_dir.empty()) {
@@ -208,6 +340,10 @@ void AddLearnerCommand(CLI::App& app) {
   cmd->add_option("--weights-endpoint-file", args->weights_endpoint_file,
                   "Write the weights PUB and snapshot endpoints (two lines) to this file "
                   "(parts mode: rank r > 0 writes FILE.rank<r>)");
+  cmd->add_option("--trace", args->trace_file,
+                  "Trace the 10th update of this run as Chrome trace JSON (Perfetto, "
+                  "chrome://tracing): every rank records, rank 0 writes all ranks to this file");
+  AddMetricsEndpointOptions(cmd, args.get());
   cmd->add_flag("--print-config", args->print_config, "Print the resolved config and exit");
   cmd->add_option("overrides", args->overrides, "Config overrides: section.key=value ...");
   cmd->callback([args] { RunLearner(*args); });

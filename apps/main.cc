@@ -4,12 +4,13 @@
 #include <iostream>
 
 #include "apps/commands.h"
-#include "apps/config_reader.h"
+#include "apps/usage_error.h"
 #include "common/errors.h"
+#include "config/config_reader.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{
-      "rlswarm: distributed reinforcement learning (actors, sharded replay, FSDP learner)"};
+  CLI::App app{"rlswarm: distributed reinforcement learning (actors, sharded replay, FSDP learner)",
+               "rlswarm"};
   app.require_subcommand(1);
   rlswarm::apps::AddEnvsCommand(app);
   rlswarm::apps::AddEvaluateCommand(app);
@@ -22,8 +23,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const rlswarm::apps::ConfigError& e) {
+    return rlswarm::apps::ReportParseError(app, e, argc, argv);
+  } catch (const rlswarm::config::ConfigError& e) {
     std::cerr << "config error: " << e.what() << "\n";
     return 2;
   } catch (const rlswarm::Error& e) {

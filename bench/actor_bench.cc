@@ -9,6 +9,7 @@
 // thread for inference, as in an actor process.
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,8 @@
 #include "envs/registry.h"
 #include "models/model_spec.h"
 #include "models/q_networks.h"
+#include "models/residual_networks.h"
+#include "models/weights_wire.h"
 #include "replay/service/replay_service.h"
 #include "replay/service/transition.h"
 
@@ -60,6 +63,23 @@ double InferenceCeilingOnThisThread(const Case& c, std::int64_t envs, double sec
     rows += envs;
   }
   return static_cast<double>(rows) / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// What one weights refresh costs the actor's thread: QPolicy::LoadWeights
+// of one published version (decode and copy into the policy's parameters),
+// the median of 21.
+double RefreshSeconds(const Case& c) {
+  const auto spec = envs::MakeEnv(c.env)->spec();
+  actors::QPolicy policy(c.spec, 1, spec.observation.dtype);
+  const std::vector<Payload> blob = models::EncodeWeights(models::InitNamedParameters(c.spec, 2));
+  std::vector<double> times;
+  for (int i = 0; i < 21; ++i) {
+    const auto start = Clock::now();
+    policy.LoadWeights(blob);
+    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
 }
 
 double ActorSteps(const Case& c, std::int64_t envs, double seconds) {
@@ -118,7 +138,8 @@ int main(int argc, char** argv) {
   app.add_option("--envs", env_counts, "Env counts")->delimiter(',');
   std::string only_model;
   bool skip_ceiling = false;
-  app.add_option("--model", only_model, "Only this model (cartpole_mlp or minatar_net)");
+  app.add_option("--model", only_model,
+                 "Only this model (cartpole_mlp, minatar_net or minatar_large)");
   app.add_flag("--skip-ceiling", skip_ceiling, "Skip the inference-only ceiling (profiling)");
   CLI11_PARSE(app, argc, argv);
   InitLogging("actor-bench", spdlog::level::warn);
@@ -128,23 +149,38 @@ int main(int argc, char** argv) {
   minatar.in_channels = 4;
   minatar.num_actions = 6;
   minatar.channels_last_input = true;
+  // configs/minatar_breakout_large.yaml's network.
+  models::ResidualConvOptions large;
+  large.in_channels = 4;
+  large.num_actions = 6;
+  large.channels = 64;
+  large.stages = 3;
+  large.blocks_per_stage = 2;
+  large.hidden = 512;
+  large.dueling = true;
+  large.channels_last_input = true;
   const std::vector<Case> cases = {
       {"cartpole_mlp", "CartPole-v1", models::MakeMlpSpec(models::MlpOptions{})},
-      {"minatar_net", "MinAtar/Breakout", models::MakeMinAtarSpec(minatar)}};
+      {"minatar_net", "MinAtar/Breakout", models::MakeMinAtarSpec(minatar)},
+      {"minatar_large", "MinAtar/Breakout", models::MakeResidualConvSpec(large)}};
   nlohmann::json results = nlohmann::json::array();
   for (const Case& c : cases) {
     if (!only_model.empty() && only_model != c.model) continue;
     for (std::int64_t envs : env_counts) {
       const double ceiling = skip_ceiling ? 1.0 : InferenceCeiling(c, envs, seconds);
       const double steps = ActorSteps(c, envs, seconds);
+      const double refresh = RefreshSeconds(c);
       results.push_back({{"model", c.model},
                          {"env", c.env},
+                         {"params", c.spec.Numel()},
                          {"envs", envs},
                          {"steps_per_sec", steps},
-                         {"inference_ceiling_per_sec", ceiling}});
+                         {"inference_ceiling_per_sec", ceiling},
+                         {"refresh_seconds", refresh}});
       if (!json) {
-        std::printf("%-13s %4lld envs: %10.0f steps/s, ceiling %10.0f (%3.0f%%)\n", c.model.c_str(),
-                    static_cast<long long>(envs), steps, ceiling, 100 * steps / ceiling);
+        std::printf("%-13s %4lld envs: %10.0f steps/s, ceiling %10.0f (%3.0f%%), refresh %.3f ms\n",
+                    c.model.c_str(), static_cast<long long>(envs), steps, ceiling,
+                    100 * steps / ceiling, 1e3 * refresh);
       }
     }
   }

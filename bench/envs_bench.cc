@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "envs/random.h"
+#include "common/random.h"
 #include "envs/registry.h"
 #include "envs/vector_env.h"
 
@@ -53,7 +53,7 @@ double BenchSingle(const std::string& name, double seconds) {
   auto env = rlswarm::envs::MakeEnv(name);
   const auto& spec = env->spec();
   std::vector<std::byte> obs(spec.observation.NumBytes());
-  rlswarm::envs::Rng rng(1);
+  rlswarm::Rng rng(1);
   std::vector<std::int64_t> discrete(kActionTable);
   std::vector<float> continuous(kActionTable);
   for (std::size_t i = 0; i < kActionTable; ++i) {
@@ -90,7 +90,7 @@ double BenchVector(const std::string& name, std::int64_t num_envs, double second
   rlswarm::envs::VectorEnv venv(name, options);
   const auto& spec = venv.spec();
   venv.Reset(0);
-  rlswarm::envs::Rng rng(1);
+  rlswarm::Rng rng(1);
   constexpr int kTables = 64;
   std::vector<std::vector<std::int64_t>> discrete(kTables, std::vector<std::int64_t>(num_envs));
   std::vector<std::vector<float>> continuous(kTables, std::vector<float>(num_envs));

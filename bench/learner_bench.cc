@@ -4,6 +4,8 @@
 //   learner_bench [--json] [--seconds S] [--reps R] [--models mlp,minatar]
 //                 [--batches 128,512] [--worlds 1,2] [--device cpu|cuda]
 //                 [--backend auto|gloo|nccl] [--param-dtype D] [--reduce-dtype D]
+//                 [--prefetch-depths 2] [--threads 1] [--large] [--isolate]
+//                 [--activation-checkpointing] [--trace FILE]
 //
 // One update = zero grad, forward, MSE against random targets, backward,
 // optimizer step (Adam, lr 1e-3) on a fixed random global batch. Plain:
@@ -21,8 +23,11 @@
 //   "updates_per_sec", "plain_updates_per_sec", "state_bytes_per_rank",
 //   "unsharded_state_bytes", "comm_bytes_per_update",
 //   "collectives_per_update", "comm_seconds_per_update",
-//   "overlap_fraction", "peak_bytes_per_rank"}...], "torch": "...",
-//   "blas": "...", "malloc_tuned": true}
+//   "overlap_fraction", "forward_prefetch", "backward_prefetch",
+//   "peak_bytes_per_rank", "measured_peak_bytes_per_rank", "params",
+//   "threads_per_rank", "activation_checkpointing"}...],
+//   "torch": "...", "blas": "...", "malloc_tuned": true,
+//   "resets_high_water_mark": true}
 // reduce_scatter is the implementation that ran: "native" is the backend's
 // own (NCCL; Gloo in LibTorch 2.x), "alltoall" and "allreduce" the fallbacks
 // that LibTorch 1.13's Gloo needs; on 2.x both native and alltoall rows run.
@@ -34,30 +39,53 @@
 // communication) / comm time. null where nothing was communicated.
 // peak_bytes_per_rank = state bytes + most gathered parameter bytes held at
 // once + the largest unit's full-size gradient (the reduce-scatter input).
+// measured_peak_bytes_per_rank: what the process really held at its peak
+// above its footprint just before the model was built (PeakMemoryMeter,
+// learner/memory_peak.h: resident high-water mark on the CPU, the caching
+// allocator's peak on CUDA), the largest over the ranks; it counts the
+// batch's activations and autograd's saved tensors, which the computed
+// figure leaves out, and the allocator's page granularity.
+// --large: the >= 50 M parameter model (resmlp_large, 50.6 M in 96 units),
+// full_shard only, world 1 with 1 and 2 threads and world 2 with 1 thread
+// per rank, batch 512, every case in its own process (--isolate), then the
+// checkpoint row of the same model (--checkpoint, 2 saves).
+// --checkpoint [--checkpoint-dir D]: only the checkpoint case
+// (bench/checkpoint_case.h) for each --models entry at world 1, batch = the
+// first --batches entry, --reps saves: {"results": [{"case": "checkpoint",
+// "model", "batch", "params", "world_size", "sync_save_s",
+// "async_stall_s", "async_total_s"}...]}.
+// --prefetch-depths: full_shard and shard_grad_op run once per depth
+// (forward = backward prefetch = depth); the other variants at the library
+// default (2), where prefetch either does not apply or there is one unit.
 
 #include <ATen/Parallel.h>
 #include <malloc.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "bench/checkpoint_case.h"
+#include "common/testing/child_process.h"
 #include "learner/device_plan.h"
+#include "learner/memory_peak.h"
 #include "learner/rendezvous.h"
 #include "learner/sharded_model.h"
+#include "learner/trace_update.h"
 #include "models/blas_check.h"
 #include "models/q_networks.h"
-
-extern char** environ;
+#include "models/residual_networks.h"
 
 namespace {
 
@@ -69,6 +97,9 @@ namespace mdl = rlswarm::models;
 // --device: where plain and sharded models run. cuda needs a CUDA LibTorch
 // (RLSWARM_WITH_CUDA build); world 2 then uses NCCL, rank r on cuda:r.
 torch::Device g_device = torch::kCPU;
+// --trace FILE: the first world > 1 case's update after its warm-up, every
+// rank recording, rank 0 writing the merged Chrome trace (learner/trace_update.h).
+std::string g_trace;
 
 // Waits for queued device work so a timer measures it (no-op on CPU).
 void SyncDevice() {
@@ -86,7 +117,38 @@ struct Config {
   std::string backend = "auto";  // auto: nccl on cuda, gloo on cpu
   std::string param_dtype = "float32";
   std::string reduce_dtype = "float32";
+  std::vector<int> prefetch_depths = {lrn::ShardingOptions{}.num_to_forward_prefetch};
+  // Intra-op threads of every process (world 1 runs once per entry; ranks
+  // of a larger world use the first).
+  std::vector<int> threads = {1};
+  // --large: only full_shard (the models are the case it exists for).
+  bool full_shard_only = false;
+  // --activation-checkpointing: every unit's forward recomputed in backward
+  // (learner.activation_checkpointing).
+  bool activation_checkpointing = false;
 };
+
+// --large's model: a residual MLP of >= 50 M parameters (models/
+// residual_networks.h), one sharding unit per block, the size at which
+// sharding has to pay in memory and time. 64 inputs: a vector observation
+// of a size a real task might have (the embed layer is a rounding error).
+// 512 wide, 96 blocks: 50.6 M parameters in 96 similar units of 0.53 M,
+// the shape FSDP is for (what a rank holds beyond its shard scales with the
+// unit, the shard with the model). --large-width/--large-blocks change it
+// (1024 x 24: the same size in units 4x larger).
+int64_t g_large_width = 512;
+int64_t g_large_blocks = 96;
+// Large enough that an update's compute (~6 x params x batch FLOPs) dwarfs
+// its communication (~3 x params x 4 bytes per rank at full_shard).
+constexpr int64_t kLargeBatch = 512;
+mdl::ResidualMlpOptions LargeMlpOptions() {
+  mdl::ResidualMlpOptions o;
+  o.input_dim = 64;
+  o.width = g_large_width;
+  o.blocks = g_large_blocks;
+  o.num_actions = 18;
+  return o;
+}
 
 at::ScalarType DTypeNamed(const std::string& name) {
   if (name == "bfloat16") return at::kBFloat16;
@@ -96,10 +158,49 @@ at::ScalarType DTypeNamed(const std::string& name) {
 
 mdl::ModelSpec SpecFor(const std::string& model) {
   if (model == "minatar") return mdl::MakeMinAtarSpec({});  // 4 channels, 6 actions
-  return mdl::MakeMlpSpec({});                              // CartPole 4-64-64-2
+  if (model == "resmlp_large") return mdl::MakeResidualMlpSpec(LargeMlpOptions());
+  return mdl::MakeMlpSpec({});  // CartPole 4-64-64-2
 }
 
+// The model that warms a process up before its measured cases. For the
+// large model a small one of the same layer kinds: freeing a warm-up model
+// of 50 M parameters leaves a heap of that size that later allocations walk
+// through, faulting in pages they touch once, which then count in the
+// measured peak (seen: +400 MB resident at 9 MB more in use).
+mdl::ModelSpec WarmUpSpecFor(const std::string& model) {
+  if (model != "resmlp_large") return SpecFor(model);
+  mdl::ResidualMlpOptions o = LargeMlpOptions();
+  o.width = 64;
+  o.blocks = 2;
+  return mdl::MakeResidualMlpSpec(o);
+}
+
+std::string RowModelName(const std::string& model) {
+  return model == "mlp" ? "cartpole_mlp" : model;
+}
+
+// Plain LibTorch's version of models/residual_networks.h's block:
+// x + W2 relu(W1 LN(x) + b1) + b2.
+struct PlainResidualBlockImpl : torch::nn::Module {
+  explicit PlainResidualBlockImpl(int64_t width)
+      : norm(register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({width})))),
+        fc1(register_module("fc1", torch::nn::Linear(width, width))),
+        fc2(register_module("fc2", torch::nn::Linear(width, width))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return x + fc2(torch::relu(fc1(norm(x)))); }
+  torch::nn::LayerNorm norm;
+  torch::nn::Linear fc1, fc2;
+};
+TORCH_MODULE(PlainResidualBlock);
+
 torch::nn::Sequential PlainModel(const std::string& model) {
+  if (model == "resmlp_large") {
+    const mdl::ResidualMlpOptions o = LargeMlpOptions();
+    torch::nn::Sequential net(torch::nn::Linear(o.input_dim, o.width));
+    for (int64_t b = 0; b < o.blocks; ++b) net->push_back(PlainResidualBlock(o.width));
+    net->push_back(torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.width})));
+    net->push_back(torch::nn::Linear(o.width, o.num_actions));
+    return net;
+  }
   if (model == "minatar") {
     return torch::nn::Sequential(torch::nn::Conv2d(torch::nn::Conv2dOptions(4, 16, 3)),
                                  torch::nn::ReLU(), torch::nn::Flatten(),
@@ -122,19 +223,27 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Updates per second of `update` over `seconds`, after a warm-up.
+// Updates per second of `update` over `seconds`, after a warm-up of 5
+// updates (or 2 s, at least one, for the large models' seconds-long ones).
 template <class F>
 double TimeLocal(double seconds, F&& update) {
-  for (int i = 0; i < 5; ++i) update();
-  SyncDevice();
+  const auto warm_start = Clock::now();
+  int warm = 0;
+  while (warm < 5 && (warm == 0 || Clock::now() - warm_start < std::chrono::seconds(2))) {
+    update();
+    SyncDevice();
+    ++warm;
+  }
+  const double per_update = std::chrono::duration<double>(Clock::now() - warm_start).count() / warm;
+  const int chunk = per_update > 0.25 ? 1 : 4;  // updates between clock reads
   int64_t n = 0;
   const auto start = Clock::now();
   const auto end = start + std::chrono::duration<double>(seconds);
   auto now = start;
   while (now < end) {
-    for (int i = 0; i < 4; ++i) update();
+    for (int i = 0; i < chunk; ++i) update();
     SyncDevice();
-    n += 4;
+    n += chunk;
     now = Clock::now();
   }
   return n / std::chrono::duration<double>(now - start).count();
@@ -160,16 +269,22 @@ struct Variant {
   lrn::ShardingStrategy strategy;
   lrn::ReduceScatterImpl reduce_scatter = lrn::ReduceScatterImpl::kAuto;
   bool whole_model_unit = false;
+  int prefetch = lrn::ShardingOptions{}.num_to_forward_prefetch;  // forward and backward
 };
 
 // With a group: the default reduce-scatter (the backend's own where it has
 // one) and, where that is not already the all-to-all fallback, the fallback
 // too, so both show in one run; the all-reduce fallback; the model as one
-// unit.
-std::vector<Variant> Variants(const lrn::Communicator* comm) {
-  std::vector<Variant> v = {{lrn::ShardingStrategy::kFullShard},
-                            {lrn::ShardingStrategy::kShardGradOp},
-                            {lrn::ShardingStrategy::kNoShard}};
+// unit. full_shard and shard_grad_op once per prefetch depth.
+std::vector<Variant> Variants(const Config& cfg, const lrn::Communicator* comm) {
+  std::vector<Variant> v;
+  for (lrn::ShardingStrategy s :
+       {lrn::ShardingStrategy::kFullShard, lrn::ShardingStrategy::kShardGradOp}) {
+    for (int depth : cfg.prefetch_depths)
+      v.push_back({s, lrn::ReduceScatterImpl::kAuto, false, depth});
+    if (cfg.full_shard_only) return v;
+  }
+  v.push_back({lrn::ShardingStrategy::kNoShard});
   if (comm != nullptr && comm->has_group()) {
     if (comm->Resolve(lrn::ReduceScatterImpl::kAuto) != lrn::ReduceScatterImpl::kAllToAll) {
       v.push_back({lrn::ShardingStrategy::kFullShard, lrn::ReduceScatterImpl::kAllToAll});
@@ -186,6 +301,9 @@ lrn::ShardedModelOptions OptionsFor(const Config& cfg, const mdl::ModelSpec& spe
   options.device = g_device;
   options.sharding.strategy = var.strategy;
   options.sharding.reduce_scatter = var.reduce_scatter;
+  options.sharding.activation_checkpointing = cfg.activation_checkpointing;
+  options.sharding.num_to_forward_prefetch = var.prefetch;
+  options.sharding.num_to_backward_prefetch = var.prefetch;
   options.sharding.mixed_precision.param_dtype = DTypeNamed(cfg.param_dtype);
   options.sharding.mixed_precision.reduce_dtype = DTypeNamed(cfg.reduce_dtype);
   if (var.whole_model_unit)
@@ -197,13 +315,17 @@ lrn::ShardedModelOptions OptionsFor(const Config& cfg, const mdl::ModelSpec& spe
 // direct-path model on the same local batch), for the CUDA overlap figure.
 json Describe(const Config& cfg, const std::string& model, int64_t batch, const Variant& var,
               lrn::ShardedModel& net, double updates_per_sec, int64_t updates,
-              int64_t bench_collectives, double compute_only_seconds = 0) {
+              int64_t bench_collectives, int64_t measured_peak_bytes,
+              double compute_only_seconds = 0) {
   lrn::Communicator& comm = net.communicator();
   comm.CollectDeviceTimings();
   const lrn::CommStats stats = comm.stats();
   const lrn::StateBytes state = net.LocalStateBytes();
   json j;
-  j["model"] = model == "mlp" ? "cartpole_mlp" : "minatar";
+  j["model"] = RowModelName(model);
+  j["params"] = net.spec().Numel();
+  j["threads_per_rank"] = at::get_num_threads();
+  j["activation_checkpointing"] = cfg.activation_checkpointing;
   j["batch"] = batch;
   j["world_size"] = comm.world_size();
   j["device"] = g_device.str();
@@ -235,8 +357,11 @@ json Describe(const Config& cfg, const std::string& model, int64_t batch, const 
       static_cast<double>(stats.bytes_sent - bench_collectives * 8) / updates;
   j["collectives_per_update"] =
       static_cast<double>(stats.collectives - bench_collectives) / updates;
+  j["forward_prefetch"] = var.prefetch;
+  j["backward_prefetch"] = var.prefetch;
   j["peak_bytes_per_rank"] =
       state.Total() + net.PeakGatheredBytes() + (net.direct() ? 0 : net.LargestUnitBytes());
+  j["measured_peak_bytes_per_rank"] = measured_peak_bytes;
   return j;
 }
 
@@ -245,23 +370,55 @@ json Describe(const Config& cfg, const std::string& model, int64_t batch, const 
 json MeasureWorld1(const Config& cfg, const std::string& model, int64_t batch) {
   mdl::ModelSpec spec = SpecFor(model);
   auto [x, y] = RandomBatch(spec, batch);
+  {
+    // LibTorch's lazily built kernels and pools come up here, not inside the
+    // first variant's measured peak: a few updates of the warm-up model,
+    // which is small (its freed memory is no pool the measured models
+    // could draw on unseen). Plain LibTorch is built after the peaks are
+    // read, for the same reason.
+    mdl::ModelSpec warm_spec = WarmUpSpecFor(model);
+    lrn::ShardedModel warm(warm_spec, OptionsFor(cfg, warm_spec, Variants(cfg, nullptr).front()),
+                           nullptr);
+    auto [wx, wy] = RandomBatch(warm_spec, batch);
+    for (int i = 0; i < 2; ++i) {
+      warm.ZeroGrad();
+      at::Tensor q = warm.Forward(wx);
+      torch::mse_loss(q, wy.to(q.scalar_type())).backward();
+      warm.Step();
+    }
+  }
+  std::vector<Variant> variants = Variants(cfg, nullptr);
+  std::vector<std::unique_ptr<lrn::ShardedModel>> nets;
+  std::vector<int64_t> measured(variants.size(), 0);
+  for (size_t v = 0; v < variants.size(); ++v) {
+    // Each model's own peak: from just before it is built through a few
+    // updates (its steady state: every buffer it uses has been allocated).
+    lrn::PeakMemoryMeter meter(g_device);
+    nets.push_back(
+        std::make_unique<lrn::ShardedModel>(spec, OptionsFor(cfg, spec, variants[v]), nullptr));
+    lrn::ShardedModel& net = *nets.back();
+    for (int i = 0; i < 3; ++i) {
+      net.ZeroGrad();
+      at::Tensor q = net.Forward(x);
+      torch::mse_loss(q, y.to(q.scalar_type())).backward();
+      net.Step();
+    }
+    SyncDevice();
+    measured[v] = meter.PeakBytesAboveBaseline();
+  }
   torch::nn::Sequential plain = PlainModel(model);
   plain->to(g_device);
   torch::optim::Adam opt(plain->parameters(), torch::optim::AdamOptions(1e-3));
-  std::vector<Variant> variants = Variants(nullptr);
-  std::vector<std::unique_ptr<lrn::ShardedModel>> nets;
-  for (const Variant& v : variants) {
-    nets.push_back(std::make_unique<lrn::ShardedModel>(spec, OptionsFor(cfg, spec, v), nullptr));
-  }
+  auto plain_update = [&, &xx = x, &yy = y] {
+    opt.zero_grad();
+    torch::mse_loss(plain->forward(xx), yy).backward();
+    opt.step();
+  };
   std::vector<double> plain_reps;
   std::vector<std::vector<double>> reps(variants.size());
   std::vector<int64_t> counts(variants.size(), 0);
   for (int r = 0; r < cfg.reps; ++r) {
-    plain_reps.push_back(TimeLocal(cfg.seconds, [&, &xx = x, &yy = y] {
-      opt.zero_grad();
-      torch::mse_loss(plain->forward(xx), yy).backward();
-      opt.step();
-    }));
+    plain_reps.push_back(TimeLocal(cfg.seconds, plain_update));
     for (size_t v = 0; v < variants.size(); ++v) {
       lrn::ShardedModel& net = *nets[v];
       reps[v].push_back(TimeLocal(cfg.seconds, [&, &xx = x, &yy = y] {
@@ -275,7 +432,8 @@ json MeasureWorld1(const Config& cfg, const std::string& model, int64_t batch) {
   }
   json rows = json::array();
   for (size_t v = 0; v < variants.size(); ++v) {
-    json row = Describe(cfg, model, batch, variants[v], *nets[v], Median(reps[v]), counts[v], 0);
+    json row = Describe(cfg, model, batch, variants[v], *nets[v], Median(reps[v]), counts[v], 0,
+                        measured[v]);
     row["plain_updates_per_sec"] = Median(plain_reps);
     rows.push_back(row);
   }
@@ -288,9 +446,27 @@ json MeasureWorld1(const Config& cfg, const std::string& model, int64_t batch) {
 json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, const Variant& var,
                     const std::shared_ptr<lrn::Communicator>& comm) {
   mdl::ModelSpec spec = SpecFor(model);
-  lrn::ShardedModel net(spec, OptionsFor(cfg, spec, var), comm);
   const int world = comm->world_size();
   auto [x, y] = RandomBatch(spec, batch / world);
+  // This rank's peak from just before the model is built through its first
+  // updates (by then every buffer it uses has been allocated once; the
+  // CUDA-only compute-only model below is built after the peak is read).
+  lrn::PeakMemoryMeter meter(g_device);
+  lrn::ShardedModel net(spec, OptionsFor(cfg, spec, var), comm);
+  auto update = [&, &xx = x, &yy = y] {
+    net.ZeroGrad();
+    at::Tensor q = net.Forward(xx);
+    torch::mse_loss(q, yy.to(q.scalar_type())).backward();
+    net.Step();
+  };
+  for (int i = 0; i < 3; ++i) update();
+  SyncDevice();
+  const int64_t own_peak = meter.PeakBytesAboveBaseline();
+  // The largest over the ranks: each rank writes its own slot of a sum.
+  torch::Tensor peaks = torch::zeros({world}, torch::kDouble);
+  peaks[comm->rank()] = static_cast<double>(own_peak);
+  comm->ControlAllReduceSum(peaks, "measured peaks");
+  const auto measured_peak = static_cast<int64_t>(peaks.max().item<double>());
   // On CUDA the overlap figure needs this update's time without any
   // communication: a direct-path model on the same local batch.
   double compute_only_seconds = 0;
@@ -303,12 +479,14 @@ json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, 
                              local.Step();
                            });
   }
-  auto update = [&, &xx = x, &yy = y] {
-    net.ZeroGrad();
-    at::Tensor q = net.Forward(xx);
-    torch::mse_loss(q, yy.to(q.scalar_type())).backward();
-    net.Step();
-  };
+  if (!g_trace.empty()) {
+    const std::string trace = lrn::TraceOneUpdate(*comm, [&] {
+      update();
+      return true;
+    });
+    if (comm->rank() == 0) lrn::WriteTraceFile(g_trace, trace);
+    g_trace.clear();
+  }
   for (int i = 0; i < 5; ++i) update();
   std::vector<double> reps;
   int64_t total_iters = 0;
@@ -329,15 +507,28 @@ json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, 
     reps.push_back(n / std::chrono::duration<double>(Clock::now() - t0).count());
     total_iters += n + 5;
   }
-  return Describe(cfg, model, batch, var, net, Median(reps), total_iters, cfg.reps,
+  return Describe(cfg, model, batch, var, net, Median(reps), total_iters, cfg.reps, measured_peak,
                   compute_only_seconds);
 }
 
 json RunAll(const Config& cfg, const std::shared_ptr<lrn::Communicator>& comm) {
   json rows = json::array();
+  // LibTorch's lazily built kernels and pools, and Gloo's first buffers,
+  // come up here, not inside the first case's measured peak.
+  for (const std::string& model : cfg.models) {
+    mdl::ModelSpec spec = WarmUpSpecFor(model);
+    lrn::ShardedModel warm(spec, OptionsFor(cfg, spec, Variants(cfg, comm.get()).front()), comm);
+    auto [x, y] = RandomBatch(spec, cfg.batches.front() / comm->world_size());
+    for (int i = 0; i < 2; ++i) {
+      warm.ZeroGrad();
+      at::Tensor q = warm.Forward(x);
+      torch::mse_loss(q, y.to(q.scalar_type())).backward();
+      warm.Step();
+    }
+  }
   for (const std::string& model : cfg.models) {
     for (int64_t batch : cfg.batches) {
-      for (const Variant& v : Variants(comm.get())) {
+      for (const Variant& v : Variants(cfg, comm.get())) {
         rows.push_back(MeasureSharded(cfg, model, batch, v, comm));
       }
     }
@@ -351,49 +542,102 @@ std::string Join(const std::vector<std::string>& v) {
   return s;
 }
 
+// The flags every re-executed process of this binary (a worker rank, an
+// isolated case) takes from this one: what it measures and how, beside the
+// case-specific ones its caller adds.
+std::vector<std::string> ChildFlags(const Config& cfg) {
+  std::vector<std::string> args = {"--seconds",      std::to_string(cfg.seconds),
+                                   "--reps",         std::to_string(cfg.reps),
+                                   "--models",       Join(cfg.models),
+                                   "--device",       cfg.device,
+                                   "--backend",      cfg.backend,
+                                   "--param-dtype",  cfg.param_dtype,
+                                   "--reduce-dtype", cfg.reduce_dtype,
+                                   "--large-width",  std::to_string(g_large_width),
+                                   "--large-blocks", std::to_string(g_large_blocks)};
+  if (cfg.full_shard_only) args.push_back("--full-shard-only");
+  if (cfg.activation_checkpointing) args.push_back("--activation-checkpointing");
+  if (cfg.no_malloc_tuning) args.push_back("--no-malloc-tuning");
+  return args;
+}
+
 // Spawns `world` worker ranks of this binary; rank 0 writes its rows to a file.
 json RunWorld(const Config& cfg, int world) {
   uint16_t port = 0;
   auto store = lrn::HostStore(0, std::chrono::milliseconds(60000), &port);
   const std::string out = "/tmp/learner_bench_" + std::to_string(getpid()) + ".json";
-  std::vector<std::string> batches;
+  std::vector<std::string> batches, depths;
   for (int64_t b : cfg.batches) batches.push_back(std::to_string(b));
-  std::vector<pid_t> pids;
+  for (int d : cfg.prefetch_depths) depths.push_back(std::to_string(d));
+  rlswarm::testing::ChildProcessOptions options;
+  options.program = "/proc/self/exe";
+  std::vector<std::unique_ptr<rlswarm::testing::ChildProcess>> workers;
   for (int r = 0; r < world; ++r) {
-    std::vector<std::string> args = {"learner_bench", "--worker",
-                                     "--rank",        std::to_string(r),
-                                     "--world",       std::to_string(world),
-                                     "--port",        std::to_string(port),
-                                     "--out",         out,
-                                     "--seconds",     std::to_string(cfg.seconds),
-                                     "--reps",        std::to_string(cfg.reps),
-                                     "--models",      Join(cfg.models),
-                                     "--batches",     Join(batches)};
-    if (cfg.no_malloc_tuning) args.push_back("--no-malloc-tuning");
-    for (const auto& [flag, value] : {std::pair<const char*, std::string>{"--device", cfg.device},
-                                      {"--backend", cfg.backend},
-                                      {"--param-dtype", cfg.param_dtype},
-                                      {"--reduce-dtype", cfg.reduce_dtype}}) {
-      args.push_back(flag);
-      args.push_back(value);
-    }
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0) {
-      throw std::runtime_error("posix_spawn failed");
-    }
-    pids.push_back(pid);
+    std::vector<std::string> args = {"learner_bench",
+                                     "--worker",
+                                     "--rank",
+                                     std::to_string(r),
+                                     "--world",
+                                     std::to_string(world),
+                                     "--port",
+                                     std::to_string(port),
+                                     "--out",
+                                     out,
+                                     "--batches",
+                                     Join(batches),
+                                     "--prefetch-depths",
+                                     Join(depths),
+                                     "--threads",
+                                     std::to_string(cfg.threads.front())};
+    const std::vector<std::string> shared = ChildFlags(cfg);
+    args.insert(args.end(), shared.begin(), shared.end());
+    if (!g_trace.empty()) args.insert(args.end(), {"--trace", g_trace});
+    workers.push_back(std::make_unique<rlswarm::testing::ChildProcess>(args, options));
   }
-  for (pid_t pid : pids) {
-    int status = 0;
-    waitpid(pid, &status, 0);  // the ranks' own collectives time out after 60 s
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("worker failed");
+  for (auto& worker : workers) {
+    // The ranks' own collectives time out after 60 s; this deadline only
+    // backs them up (a run measures for minutes, never for a day).
+    const std::optional<int> code = worker->Wait(std::chrono::hours(24));
+    if (code != 0) throw std::runtime_error("worker failed");  // the others are killed
   }
   std::ifstream f(out);
   json rows = json::parse(f);
   std::remove(out.c_str());
+  return rows;
+}
+
+// --isolate: every case (world size, batch, threads, prefetch depth) in a
+// fresh process of this binary, so that no case's measured peak holds what
+// an earlier case freed (a process's heap keeps freed memory: resident
+// pages do not come back). Returns the rows of all of them.
+json RunIsolated(const Config& cfg) {
+  json rows = json::array();
+  const std::string out = "/tmp/learner_bench_case_" + std::to_string(getpid()) + ".json";
+  for (int world : cfg.worlds) {
+    const std::vector<int> threads =
+        world == 1 ? cfg.threads : std::vector<int>{cfg.threads.front()};
+    for (int t : threads) {
+      for (int64_t batch : cfg.batches) {
+        for (int depth : cfg.prefetch_depths) {
+          std::vector<std::string> args = {
+              "learner_bench",     "--results-file",      out,
+              "--worlds",          std::to_string(world), "--threads",
+              std::to_string(t),   "--batches",           std::to_string(batch),
+              "--prefetch-depths", std::to_string(depth)};
+          const std::vector<std::string> shared = ChildFlags(cfg);
+          args.insert(args.end(), shared.begin(), shared.end());
+          rlswarm::testing::ChildProcessOptions options;
+          options.program = "/proc/self/exe";
+          options.out = rlswarm::testing::ChildProcessOptions::Sink::kNull;
+          rlswarm::testing::ChildProcess child(args, options);
+          if (child.Wait(std::chrono::hours(24)) != 0) throw std::runtime_error("case failed");
+          std::ifstream f(out);
+          for (json& row : json::parse(f)) rows.push_back(row);
+          std::remove(out.c_str());
+        }
+      }
+    }
+  }
   return rows;
 }
 
@@ -409,15 +653,38 @@ std::vector<std::string> Split(const std::string& s) {
 int main(int argc, char** argv) {
   CLI::App app{"sharded learner core vs plain LibTorch training"};
   Config cfg;
-  bool json_out = false, worker = false, no_malloc_tuning = false;
+  bool json_out = false, worker = false, no_malloc_tuning = false, large = false, isolate = false;
+  std::string results_file;
   int rank = 0, world = 1, port = 0;
   std::string out, models = "mlp,minatar", batches = "128,512", worlds = "1,2";
+  std::string depths = std::to_string(cfg.prefetch_depths.front()), threads = "1";
   app.add_flag("--json", json_out, "Print JSON");
   app.add_option("--seconds", cfg.seconds, "Seconds per measurement")->check(CLI::PositiveNumber);
   app.add_option("--reps", cfg.reps, "Measurements per case (median reported)");
   app.add_option("--models", models, "mlp,minatar");
   app.add_option("--batches", batches, "Global batch sizes");
   app.add_option("--worlds", worlds, "World sizes (1, 2)");
+  app.add_option("--prefetch-depths", depths,
+                 "All-gather prefetch depths (forward = backward) for full_shard and "
+                 "shard_grad_op, e.g. 0,1,2");
+  app.add_option("--threads", threads,
+                 "Intra-op threads per process; world 1 runs once per entry, e.g. 1,2 (larger "
+                 "worlds use the first)");
+  app.add_flag("--large", large,
+               "The >= 50 M parameter cases: resmlp_large (residual MLP, 512 wide, 96 blocks), "
+               "full_shard, worlds 1,2, world 1 with 1 and 2 threads, then the checkpoint row; "
+               "--batches default 512, --seconds 10");
+  app.add_option("--large-width", g_large_width, "resmlp_large: width of the residual stream")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--large-blocks", g_large_blocks, "resmlp_large: residual blocks")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--isolate", isolate,
+               "Every case (world, batch, threads, prefetch depth) in a fresh process, so no "
+               "measured peak holds what an earlier case freed (--large implies it)");
+  app.add_flag("--activation-checkpointing", cfg.activation_checkpointing,
+               "Recompute every unit's forward in backward (learner.activation_checkpointing)");
+  app.add_flag("--full-shard-only", cfg.full_shard_only, "Internal: only full_shard variants");
+  app.add_option("--results-file", results_file, "Internal: also write the results here");
   app.add_flag("--no-malloc-tuning", no_malloc_tuning,
                "Keep glibc's default of returning large frees to the OS");
   app.add_option("--device", cfg.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
@@ -427,18 +694,37 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"float32", "bfloat16", "float64"}));
   app.add_option("--reduce-dtype", cfg.reduce_dtype, "dtype of the gradients on the wire")
       ->check(CLI::IsMember({"float32", "bfloat16", "float64"}));
+  app.add_option("--trace", g_trace,
+                 "Chrome trace JSON of one update of the first world > 1 case (rank 0 merges)");
+  bool checkpoint = false;
+  std::string checkpoint_dir = "/tmp";
+  app.add_flag("--checkpoint", checkpoint, "Only the checkpoint case: sync save vs async stall");
+  app.add_option("--checkpoint-dir", checkpoint_dir, "Where the checkpoint case writes");
   app.add_flag("--worker", worker, "Internal: run as one rank");
   app.add_option("--rank", rank, "Internal");
   app.add_option("--world", world, "Internal");
   app.add_option("--port", port, "Internal");
   app.add_option("--out", out, "Internal");
   CLI11_PARSE(app, argc, argv);
+  if (large) {
+    // Defaults of the large cases; flags given explicitly still win.
+    if (app.count("--models") == 0) models = "resmlp_large";
+    if (app.count("--batches") == 0) batches = std::to_string(kLargeBatch);
+    if (app.count("--threads") == 0) threads = "1,2";
+    if (app.count("--seconds") == 0) cfg.seconds = 10;
+    cfg.full_shard_only = true;
+    isolate = true;
+  }
+  cfg.threads.clear();
+  for (const std::string& t : Split(threads)) cfg.threads.push_back(std::stoi(t));
   cfg.models = Split(models);
   cfg.no_malloc_tuning = no_malloc_tuning;
   cfg.batches.clear();
   for (const std::string& b : Split(batches)) cfg.batches.push_back(std::stoll(b));
   cfg.worlds.clear();
   for (const std::string& w : Split(worlds)) cfg.worlds.push_back(std::stoi(w));
+  cfg.prefetch_depths.clear();
+  for (const std::string& d : Split(depths)) cfg.prefetch_depths.push_back(std::stoi(d));
   if (!no_malloc_tuning) {
     // Sharded training frees and re-allocates gathered parameters and
     // full-size gradients every update. With glibc's defaults those blocks
@@ -450,7 +736,7 @@ int main(int argc, char** argv) {
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
   }
-  at::set_num_threads(1);
+  at::set_num_threads(cfg.threads.front());
   torch::manual_seed(0);
   // The same refusals as `rlswarm learner` (CUDA without a CUDA build or a
   // GPU, two ranks on one GPU, a backend that does not fit the device).
@@ -491,51 +777,109 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (checkpoint) {  // bench/checkpoint_case.h
+    json rows = json::array();
+    for (const std::string& model : cfg.models) {
+      rows.push_back(rlswarm::bench::MeasureCheckpoint(SpecFor(model), model, cfg.batches.front(),
+                                                       1, {checkpoint_dir, cfg.reps, cfg.device}));
+      if (!json_out) std::cout << rows.back().dump() << "\n";
+    }
+    if (!results_file.empty()) std::ofstream(results_file) << rows.dump();
+    if (json_out)
+      std::cout << json{{"results", rows}, {"torch", lrn::TorchBuildDescription()}}.dump(1) << "\n";
+    return 0;
+  }
+
   json results = json::array();
-  std::map<std::pair<std::string, int64_t>, double> plain;
+  if (isolate) {
+    results = RunIsolated(cfg);
+    if (large) {
+      // The large model's checkpoint row, in a process of its own as well.
+      const std::string out = "/tmp/learner_bench_checkpoint_" + std::to_string(getpid()) + ".json";
+      std::vector<std::string> args = {
+          "learner_bench",    "--checkpoint", "--batches",      std::to_string(cfg.batches.front()),
+          "--checkpoint-dir", checkpoint_dir, "--results-file", out};
+      Config saves = cfg;
+      saves.reps = 2;
+      const std::vector<std::string> shared = ChildFlags(saves);
+      args.insert(args.end(), shared.begin(), shared.end());
+      rlswarm::testing::ChildProcessOptions options;
+      options.program = "/proc/self/exe";
+      options.out = rlswarm::testing::ChildProcessOptions::Sink::kNull;
+      rlswarm::testing::ChildProcess child(args, options);
+      if (child.Wait(std::chrono::hours(24)) != 0)
+        throw std::runtime_error("checkpoint case failed");
+      std::ifstream f(out);
+      for (json& row : json::parse(f)) results.push_back(row);
+      std::remove(out.c_str());
+    }
+    cfg.worlds.clear();  // measured above
+  }
+  // Plain LibTorch's updates/s per (model, batch, threads).
+  std::map<std::tuple<std::string, int64_t, int>, double> plain;
   for (int w : cfg.worlds) {
     json rows = json::array();
     if (w == 1 && plan.backend != lrn::Backend::kNccl) {
-      for (const std::string& model : cfg.models) {
-        for (int64_t batch : cfg.batches) {
-          for (json& row : MeasureWorld1(cfg, model, batch)) rows.push_back(row);
-          plain[{model, batch}] = rows.back()["plain_updates_per_sec"].get<double>();
+      for (int t : cfg.threads) {
+        at::set_num_threads(t);
+        for (const std::string& model : cfg.models) {
+          for (int64_t batch : cfg.batches) {
+            for (json& row : MeasureWorld1(cfg, model, batch)) rows.push_back(row);
+            plain[{model, batch, t}] = rows.back()["plain_updates_per_sec"].get<double>();
+          }
         }
       }
+      at::set_num_threads(cfg.threads.front());
     } else {
       rows = RunWorld(cfg, w);
     }
     for (json& row : rows) {
-      const std::string model = row["model"] == "minatar" ? "minatar" : "mlp";
-      const auto key = std::make_pair(model, row["batch"].get<int64_t>());
-      if (!plain.count(key)) plain[key] = PlainUpdatesPerSec(cfg, key.first, key.second);
+      std::string model = row["model"].get<std::string>();
+      if (model == "cartpole_mlp") model = "mlp";
+      const auto key =
+          std::make_tuple(model, row["batch"].get<int64_t>(), row["threads_per_rank"].get<int>());
+      if (!plain.count(key)) {
+        at::set_num_threads(std::get<2>(key));
+        plain[key] = PlainUpdatesPerSec(cfg, model, std::get<1>(key));
+        at::set_num_threads(cfg.threads.front());
+      }
       row["plain_updates_per_sec"] = plain[key];
       results.push_back(row);
     }
   }
+  if (!results_file.empty()) std::ofstream(results_file) << results.dump();
   const std::string blas = mdl::LoadedBlasLibraries();
   if (json_out) {
     std::cout << json{{"results", results},
                       {"torch", lrn::TorchBuildDescription()},
                       {"blas", blas},
-                      {"malloc_tuned", !no_malloc_tuning}}
+                      {"malloc_tuned", !no_malloc_tuning},
+                      {"resets_high_water_mark", lrn::PeakMemoryMeter().ResetsHighWaterMark()}}
                      .dump(1)
               << "\n";
     return 0;
   }
   std::printf("blas: %s\n", blas.c_str());
-  std::printf("%-13s %5s %2s %-14s %-9s %5s %10s %10s %6s %10s %10s %10s %8s\n", "model", "batch",
-              "N", "strategy", "rs", "units", "upd/s", "plain", "ratio", "state_B", "unshard_B",
-              "comm_B/upd", "peak_B");
+  std::printf("%-13s %5s %2s %2s %-14s %-9s %5s %2s %10s %10s %6s %10s %10s %10s %10s %10s\n",
+              "model", "batch", "N", "t", "strategy", "rs", "units", "pf", "upd/s", "plain",
+              "ratio", "state_B", "unshard_B", "comm_B/upd", "peak_B", "measured_B");
   for (const json& r : results) {
-    std::printf("%-13s %5ld %2d %-14s %-9s %5d %10.0f %10.0f %6.2f %10ld %10ld %10.0f %8ld\n",
-                r["model"].get<std::string>().c_str(), r["batch"].get<long>(),
-                r["world_size"].get<int>(), r["strategy"].get<std::string>().c_str(),
-                r["reduce_scatter"].get<std::string>().c_str(), r["units"].get<int>(),
-                r["updates_per_sec"].get<double>(), r["plain_updates_per_sec"].get<double>(),
-                r["updates_per_sec"].get<double>() / r["plain_updates_per_sec"].get<double>(),
-                r["state_bytes_per_rank"].get<long>(), r["unsharded_state_bytes"].get<long>(),
-                r["comm_bytes_per_update"].get<double>(), r["peak_bytes_per_rank"].get<long>());
+    if (r.contains("case")) {  // the checkpoint row
+      std::printf("%s\n", r.dump().c_str());
+      continue;
+    }
+    std::printf(
+        "%-13s %5ld %2d %2d %-14s %-9s %5d %2d %10.2f %10.2f %6.2f %10ld %10ld %10.0f %10ld "
+        "%10ld\n",
+        r["model"].get<std::string>().c_str(), r["batch"].get<long>(), r["world_size"].get<int>(),
+        r["threads_per_rank"].get<int>(), r["strategy"].get<std::string>().c_str(),
+        r["reduce_scatter"].get<std::string>().c_str(), r["units"].get<int>(),
+        r["forward_prefetch"].get<int>(), r["updates_per_sec"].get<double>(),
+        r["plain_updates_per_sec"].get<double>(),
+        r["updates_per_sec"].get<double>() / r["plain_updates_per_sec"].get<double>(),
+        r["state_bytes_per_rank"].get<long>(), r["unsharded_state_bytes"].get<long>(),
+        r["comm_bytes_per_update"].get<double>(), r["peak_bytes_per_rank"].get<long>(),
+        r["measured_peak_bytes_per_rank"].get<long>());
   }
   return 0;
 }

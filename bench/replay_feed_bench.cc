@@ -61,12 +61,8 @@
 //   "baseline_...", ...}], "load_avg": {"start", "end"}, ...}.
 
 #include <ATen/Parallel.h>
-#include <fcntl.h>
 #include <malloc.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -90,6 +86,7 @@
 #include "bench/rpc_bench.h"
 #include "common/errors.h"
 #include "common/logging.h"
+#include "common/testing/child_process.h"
 #include "envs/registry.h"
 #include "learner/communicator.h"
 #include "learner/dqn_learner.h"
@@ -99,8 +96,6 @@
 #include "replay/service/replay_service.h"
 #include "replay/service/replay_writer.h"
 #include "replay/service/transition.h"
-
-extern char** environ;
 
 namespace {
 
@@ -356,41 +351,16 @@ int Serve(const Shape& shape, std::int64_t capacity, std::uint64_t seed,
   return 0;
 }
 
-// The parent's handle on the shard's process.
+// The parent's handle on the shard's process: this binary with --serve, its
+// stdin and stdout the control pipes.
 class ShardProcess {
  public:
   ShardProcess(const std::string& env, std::int64_t capacity, std::int64_t batch,
-               std::uint64_t seed) {
-    int to_child[2], from_child[2];
-    if (pipe2(to_child, O_CLOEXEC) != 0 || pipe2(from_child, O_CLOEXEC) != 0) {
-      throw Unavailable("replay_feed_bench: pipe2 failed");
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    // dup2 clears close-on-exec on the child's copies; the originals close.
-    posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
-    std::vector<std::string> args = {"replay_feed_bench",
-                                     "--serve",
-                                     "--envs",
-                                     env,
-                                     "--items",
-                                     std::to_string(capacity),
-                                     "--batch",
-                                     std::to_string(batch),
-                                     "--seed",
-                                     std::to_string(seed)};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int rc = posix_spawn(&pid_, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(to_child[0]);
-    ::close(from_child[1]);
-    to_child_ = to_child[1];
-    from_child_ = from_child[0];
-    if (rc != 0) throw Unavailable("replay_feed_bench: cannot start the shard process");
-    const std::optional<std::string> line = ReadLine(from_child_);
+               std::uint64_t seed)
+      : child_({"replay_feed_bench", "--serve", "--envs", env, "--items", std::to_string(capacity),
+                "--batch", std::to_string(batch), "--seed", std::to_string(seed)},
+               Options()) {
+    const std::optional<std::string> line = child_.ReadLine(kStartDeadline);
     const std::vector<std::string> words = line ? Split(*line) : std::vector<std::string>{};
     if (words.size() != 3 || words[0] != "serving") {
       throw Unavailable("replay_feed_bench: the shard process did not start serving");
@@ -399,26 +369,25 @@ class ShardProcess {
     raw_endpoint_ = words[2];
   }
   ~ShardProcess() {
-    ::close(to_child_);  // EOF on its stdin: the shard stops and exits
-    ::close(from_child_);
-    for (int i = 0; i < 100; ++i) {
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ::kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+    child_.CloseStdin();                   // EOF on its stdin: the shard stops and exits
+    child_.Wait(std::chrono::seconds(5));  // then child_'s destructor kills it
   }
   ShardProcess(const ShardProcess&) = delete;
   ShardProcess& operator=(const ShardProcess&) = delete;
 
   const std::string& endpoint() const { return endpoint_; }
   const std::string& raw_endpoint() const { return raw_endpoint_; }
-  double CpuSeconds() const { return ProcessCpuSeconds(pid_); }
+  double CpuSeconds() const { return ProcessCpuSeconds(child_.pid()); }
 
   // The table's own sample and priority-update p50, ms (see MeasureTable).
+  // Waits up to `seconds` + a minute for the answer.
   std::pair<double, double> MeasureTable(std::int64_t batch, double seconds) {
-    WriteLine(to_child_, "table " + std::to_string(batch) + " " + std::to_string(seconds));
-    const std::optional<std::string> line = ReadLine(from_child_);
+    if (!child_.WriteLine("table " + std::to_string(batch) + " " + std::to_string(seconds))) {
+      throw Unavailable("replay_feed_bench: the shard process is gone");
+    }
+    const auto deadline = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::duration<double>(seconds) + kStartDeadline);
+    const std::optional<std::string> line = child_.ReadLine(deadline);
     const std::vector<std::string> words = line ? Split(*line) : std::vector<std::string>{};
     if (words.size() != 3 || words[0] != "table") {
       throw Unavailable("replay_feed_bench: the shard process did not answer 'table'");
@@ -427,9 +396,18 @@ class ShardProcess {
   }
 
  private:
-  pid_t pid_ = -1;
-  int to_child_ = -1;
-  int from_child_ = -1;
+  // A hung shard fails the bench instead of stalling it.
+  static constexpr std::chrono::seconds kStartDeadline{60};
+
+  static rlswarm::testing::ChildProcessOptions Options() {
+    rlswarm::testing::ChildProcessOptions o;
+    o.program = "/proc/self/exe";
+    o.out = rlswarm::testing::ChildProcessOptions::Sink::kCapture;
+    o.stdin_pipe = true;
+    return o;
+  }
+
+  rlswarm::testing::ChildProcess child_;
   std::string endpoint_;
   std::string raw_endpoint_;
 };
@@ -466,11 +444,11 @@ double Prefill(const Shape& shape, const std::string& endpoint, std::int64_t ite
 // protocol encodes them (what the raw baseline moves).
 std::pair<std::size_t, std::size_t> WireBytes(const replay::SampledBatch& batch) {
   std::size_t sample = 0, update = 0;
-  for (const rpc::Payload& p : replay::protocol::EncodeSampleReply(0, {}, batch)) {
+  for (const Payload& p : replay::protocol::EncodeSampleReply(0, {}, batch)) {
     sample += p.bytes().size();
   }
   const std::vector<double> priorities(batch.keys.size(), 1.0);
-  for (const rpc::Payload& p : replay::protocol::EncodePriorityUpdate(batch.keys, priorities)) {
+  for (const Payload& p : replay::protocol::EncodePriorityUpdate(batch.keys, priorities)) {
     update += p.bytes().size();
   }
   return {sample, update};
@@ -617,7 +595,7 @@ learner::DqnLearnerOptions LearnerOptions(const Context& ctx) {
   o.publish_interval = 0;
   o.log_interval = std::chrono::milliseconds(0);
   o.sampler = SamplerOptions(ctx.shard.endpoint(), 7);
-  o.prefetch = true;
+  o.replay_prefetch = true;
   o.update_priorities = true;
   return o;
 }

@@ -23,8 +23,8 @@
 // subscribers, timed until all 4 hold it; raw PUB/SUB vs rpc::Publisher and
 // rpc::Subscriber.
 //
-// The servers (and the subscribers) run in a child process forked before
-// this process creates any thread; the measuring client runs here. Each
+// The servers (and the subscribers) run in a child process (this binary
+// re-executed with the internal --serve); the measuring client runs here. Each
 // request/reply case connects both sides once, then measures them in
 // --rounds alternating rounds (raw, rpc, raw, rpc, ...) of --seconds/N each
 // and merges each side's rounds: a noisy machine then weighs on both alike. A control
@@ -128,11 +128,21 @@ int main(int argc, char** argv) {
   bool raw_heartbeats = false;
   app.add_flag("--raw-heartbeats", raw_heartbeats,
                "Give the raw request/reply sockets the ZMTP heartbeats rpc uses by default");
+  // The server process's side (ServerProcess re-executes this binary).
+  bool serve = false;
+  std::string keys_dir;
+  std::optional<int> server_cpu;
+  app.add_flag("--serve", serve, "Internal: be the server process (stdin closes: exit)")->group("");
+  app.add_option("--keys-dir", keys_dir, "Internal: --serve's CURVE keys")->group("");
+  app.add_option("--server-cpu", server_cpu, "Internal: the CPU --serve pins itself to")->group("");
   CLI11_PARSE(app, argc, argv);
+  if (serve) {
+    rlswarm::InitLogging("rpc_bench/server", rlswarm::ParseLogLevel(log_level));
+    return RunServerProcess(keys_dir, echo_on_workers, raw_heartbeats, server_cpu);
+  }
   rlswarm::InitLogging("rpc_bench", rlswarm::ParseLogLevel(log_level));
   const std::regex filter(cases);
 
-  // Keys and the fork come first: no thread may exist when the child is forked.
   const CurveKeys keys = MakeCurveKeys();
   const double first_touch = FirstTouchGBPerSec();
   std::vector<Result> results;
@@ -149,7 +159,7 @@ int main(int argc, char** argv) {
       pin ? "pinned: client process on CPU 0, server process on CPU 1" : "unpinned";
   try {
     ServerProcess child(keys, echo_on_workers, raw_heartbeats,
-                        pin ? std::optional<int>(1) : std::nullopt);
+                        pin ? std::optional<int>(1) : std::nullopt, log_level);
     if (pin && !PinToCpu(0)) throw rlswarm::Unavailable("cannot pin the client to CPU 0");
     zmq::context_t ctx(1);
     for (bool curve : {false, true}) {

@@ -3,13 +3,11 @@
 // rpc_bench internals, shared by its parts:
 //   rpc_bench.cc          the driver (flags, cases, output)
 //   rpc_bench_common.cc   measurement and process plumbing, CURVE keys
-//   rpc_bench_process.cc  the child process: echo servers and subscribers
+//   rpc_bench_process.cc  the server process: echo servers and subscribers
 //   rpc_bench_raw.cc      the raw ZeroMQ baselines
 //   rpc_bench_rpc.cc      the same cases through rlswarm::rpc
 //   rpc_bench_report.cc   JSON and the table
 // Single-threaded driver; see each function for the threads it starts.
-
-#include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
@@ -26,6 +24,7 @@
 #include <zmq.hpp>
 
 #include "common/errors.h"
+#include "common/testing/child_process.h"
 #include "rpc/security.h"
 #include "rpc/server.h"
 
@@ -203,19 +202,32 @@ struct CurveKeys {
 };
 // Generates both key pairs into a fresh temporary directory.
 CurveKeys MakeCurveKeys();
+// The keys MakeCurveKeys wrote into `dir` (the server process reads them).
+CurveKeys ReadCurveKeys(const std::string& dir);
+
+// The server process's side (rpc_bench --serve): pins itself to `cpu` if
+// given, binds every server, reports "endpoints RAW RAW_CURVE RPC
+// RPC_CURVE" ("-" for one that failed) on stdout, then serves the broadcast
+// commands read from stdin until it closes. Returns the exit code.
+int RunServerProcess(const std::string& keys_dir, bool echo_on_workers, bool raw_heartbeats,
+                     std::optional<int> cpu);
 
 // The child process that hosts every server (raw and rpc, plain and CURVE)
-// and, on command, the broadcast subscribers. Forked by the constructor,
-// which must run before this process starts any thread; killed with the
-// parent (PR_SET_PDEATHSIG).
+// and, on command, the broadcast subscribers: this binary re-executed with
+// --serve by the constructor (spawned, not forked, so it may start at any
+// time), its stdin and stdout the control pipe; killed with the parent
+// (PR_SET_PDEATHSIG) and by the destructor.
 class ServerProcess {
  public:
   // `echo_on_workers`: the rpc echo handler runs on the server's worker
   // threads instead of its I/O thread.
   // `raw_heartbeats`: the raw ROUTERs use rpc's ZMTP heartbeats.
   // `cpu`: pin the server process (all its threads) to this CPU.
+  // `log_level`: the server process's (a ParseLogLevel name).
+  // Waits up to kStartTimeout for the servers' endpoints; throws Unavailable
+  // if they do not come.
   ServerProcess(const CurveKeys& keys, bool echo_on_workers, bool raw_heartbeats,
-                std::optional<int> cpu);
+                std::optional<int> cpu, const std::string& log_level);
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
   ~ServerProcess();  // closes the control pipe, waits up to 5 s, then SIGKILL
@@ -231,13 +243,15 @@ class ServerProcess {
     return e == "-" ? std::nullopt : std::optional(e);
   }
 
-  // Sends a command and waits for its "ok"; throws Unavailable otherwise.
+  // Sends a command and waits up to kIoTimeout for its "ok"; throws
+  // Unavailable otherwise.
   void Command(const std::string& command);
 
  private:
-  pid_t pid_ = -1;
-  int control_fd_ = -1;
-  int report_fd_ = -1;
+  // Start-up: exec, then binding four servers on a busy machine.
+  static constexpr std::chrono::seconds kStartTimeout{60};
+
+  testing::ChildProcess child_;
   std::vector<std::string> endpoints_;
 };
 

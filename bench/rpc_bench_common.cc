@@ -125,4 +125,12 @@ CurveKeys MakeCurveKeys() {
   return k;
 }
 
+CurveKeys ReadCurveKeys(const std::string& dir) {
+  CurveKeys k;
+  k.dir = dir;
+  k.server = rpc::ReadKeyFile(dir + "/server.key_secret");
+  k.client = rpc::ReadKeyFile(dir + "/client.key_secret");
+  return k;
+}
+
 }  // namespace rlswarm::bench

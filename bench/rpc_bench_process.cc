@@ -3,7 +3,6 @@
 
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -90,19 +89,20 @@ class SubscriberGroup {
   std::vector<std::thread> threads_;
 };
 
-// The child process: binds every server, reports "endpoints RAW RAW_CURVE RPC
-// RPC_CURVE" ("-" for one that failed), then serves broadcast commands until
-// the control pipe closes.
-[[noreturn]] void RunServerProcess(int control_fd, int report_fd, const CurveKeys& keys,
-                                   bool echo_on_workers, bool raw_heartbeats) {
+}  // namespace
+
+int RunServerProcess(const std::string& keys_dir, bool echo_on_workers, bool raw_heartbeats,
+                     std::optional<int> cpu) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the measuring process
-  // Re-tag the log lines with this process's role and pid (InitLogging
-  // registers its logger by name, so the inherited one goes first).
-  const auto level = spdlog::get_level();
-  spdlog::drop("rlswarm");
-  rlswarm::InitLogging("rpc_bench/server", level);
+  // Pinned before any thread exists: ZeroMQ's I/O threads and the servers'
+  // workers inherit the CPU.
+  if (cpu && !PinToCpu(*cpu))
+    std::cerr << "rpc_bench: cannot pin the server to CPU " << *cpu << "\n";
+  const int control_fd = STDIN_FILENO;
+  const int report_fd = STDOUT_FILENO;
   int status = 0;
   try {
+    const CurveKeys keys = ReadCurveKeys(keys_dir);
     zmq::context_t ctx(1);
     std::atomic<bool> stop{false};
     std::vector<std::string> endpoints;
@@ -162,31 +162,32 @@ class SubscriberGroup {
     std::cerr << "rpc_bench server process: " << e.what() << "\n";
     status = 1;
   }
-  ::_exit(status);  // not exit(): the parent's atexit handlers and buffers are not ours
+  return status;
 }
 
-}  // namespace
-
 ServerProcess::ServerProcess(const CurveKeys& keys, bool echo_on_workers, bool raw_heartbeats,
-                             std::optional<int> cpu) {
-  int control[2], report[2];
-  if (::pipe(control) != 0 || ::pipe(report) != 0) throw rlswarm::Unavailable("pipe failed");
-  std::cout.flush();
-  std::cerr.flush();
-  pid_ = ::fork();
-  if (pid_ < 0) throw rlswarm::Unavailable("fork failed");
-  if (pid_ == 0) {
-    if (cpu && !PinToCpu(*cpu))
-      std::cerr << "rpc_bench: cannot pin the server to CPU " << *cpu << "\n";
-    ::close(control[1]);
-    ::close(report[0]);
-    RunServerProcess(control[0], report[1], keys, echo_on_workers, raw_heartbeats);
-  }
-  ::close(control[0]);
-  ::close(report[1]);
-  control_fd_ = control[1];
-  report_fd_ = report[0];
-  const auto line = ReadLine(report_fd_);
+                             std::optional<int> cpu, const std::string& log_level)
+    : child_(
+          [&] {
+            std::vector<std::string> argv = {"rpc_bench", "--serve",     "--keys-dir",
+                                             keys.dir,    "--log-level", log_level};
+            if (echo_on_workers) argv.push_back("--echo-on-workers");
+            if (raw_heartbeats) argv.push_back("--raw-heartbeats");
+            if (cpu) {
+              argv.push_back("--server-cpu");
+              argv.push_back(std::to_string(*cpu));
+            }
+            return argv;
+          }(),
+          [] {
+            // Its stdin and stdout are the control pipe and the report pipe.
+            testing::ChildProcessOptions o;
+            o.program = "/proc/self/exe";
+            o.out = testing::ChildProcessOptions::Sink::kCapture;
+            o.stdin_pipe = true;
+            return o;
+          }()) {
+  const auto line = child_.ReadLine(kStartTimeout);
   const auto words = Split(line.value_or(""));
   if (words.size() != 5 || words[0] != "endpoints") {
     throw rlswarm::Unavailable("server process failed to start");
@@ -195,13 +196,8 @@ ServerProcess::ServerProcess(const CurveKeys& keys, bool echo_on_workers, bool r
 }
 
 ServerProcess::~ServerProcess() {
-  ::close(control_fd_);  // the child's cue to stop
-  for (int i = 0; i < 100; ++i) {
-    if (::waitpid(pid_, nullptr, WNOHANG) == pid_) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ::kill(pid_, SIGKILL);
-  ::waitpid(pid_, nullptr, 0);
+  child_.CloseStdin();                   // the child's cue to stop
+  child_.Wait(std::chrono::seconds(5));  // then child_'s destructor kills it
 }
 
 double ServerProcess::CpuSeconds() const {
@@ -209,7 +205,7 @@ double ServerProcess::CpuSeconds() const {
   ::getrusage(RUSAGE_SELF, &self);
   double seconds = self.ru_utime.tv_sec + self.ru_stime.tv_sec +
                    (self.ru_utime.tv_usec + self.ru_stime.tv_usec) * 1e-6;
-  std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+  std::ifstream stat("/proc/" + std::to_string(child_.pid()) + "/stat");
   std::string line;
   std::getline(stat, line);
   // Fields after "(comm) ": state ppid ... utime (14th field) stime (15th).
@@ -222,8 +218,8 @@ double ServerProcess::CpuSeconds() const {
 }
 
 void ServerProcess::Command(const std::string& command) {
-  WriteLine(control_fd_, command);
-  const auto reply = ReadLine(report_fd_);
+  if (!child_.WriteLine(command)) throw rlswarm::Unavailable("server process: gone");
+  const auto reply = child_.ReadLine(kIoTimeout);
   if (reply != "ok") throw rlswarm::Unavailable("server process: " + reply.value_or("gone"));
 }
 

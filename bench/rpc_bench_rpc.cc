@@ -6,9 +6,9 @@
 
 #include "bench/rpc_bench.h"
 #include "common/dtype.h"
+#include "common/payload.h"
 #include "rpc/broadcast.h"
 #include "rpc/client.h"
-#include "rpc/payload.h"
 
 namespace rlswarm::bench {
 
@@ -55,7 +55,7 @@ void CheckEcho(const rpc::Reply& reply, std::size_t bytes) {
 // Keeps `in_flight` CallAsync calls outstanding for `seconds`: each
 // completion, on the client's I/O thread, records its round trip and starts
 // the next call. The measuring thread only sleeps.
-Sample RunCallbackPipeline(rpc::Client& client, const rpc::Payload& payload, std::size_t bytes,
+Sample RunCallbackPipeline(rpc::Client& client, const Payload& payload, std::size_t bytes,
                            int in_flight, double seconds, const CpuClock& cpu) {
   struct Pipeline {
     std::mutex mu;
@@ -125,8 +125,8 @@ class RpcSide final : public RequestReplySide {
           const CurveKeys* keys)
       : server_(server),
         client_(Options(server, keys)),
-        payload_(rpc::Payload::FromVector(DType::kUInt8, {static_cast<std::int64_t>(bytes)},
-                                          std::vector<std::uint8_t>(bytes, 0x5a))),
+        payload_(Payload::FromVector(DType::kUInt8, {static_cast<std::int64_t>(bytes)},
+                                     std::vector<std::uint8_t>(bytes, 0x5a))),
         bytes_(bytes),
         in_flight_(in_flight),
         api_(api) {}
@@ -166,7 +166,7 @@ class RpcSide final : public RequestReplySide {
 
   const ServerProcess& server_;
   rpc::Client client_;
-  const rpc::Payload payload_;
+  const Payload payload_;
   const std::size_t bytes_;
   const int in_flight_;
   const RpcApi api_;
@@ -188,10 +188,9 @@ Measurement RpcBroadcast(zmq::context_t& ctx, ServerProcess& child, double secon
   zmq::socket_t acks = BindAcks(ctx, &ack_endpoint);
   child.Command("subs rpc " + publisher.endpoint() + " " + publisher.snapshot_endpoint() + " " +
                 ack_endpoint);
-  const auto blob =
-      rpc::Payload::FromVector(DType::kUInt8, {static_cast<std::int64_t>(kBroadcastBytes)},
-                               std::vector<std::uint8_t>(kBroadcastBytes, 0x5a));
-  const auto small = rpc::Payload::FromString("");
+  const auto blob = Payload::FromVector(DType::kUInt8, {static_cast<std::int64_t>(kBroadcastBytes)},
+                                        std::vector<std::uint8_t>(kBroadcastBytes, 0x5a));
+  const auto small = Payload::FromString("");
   Measurement m;
   try {
     const auto cpu = [&] { return child.CpuSeconds(); };

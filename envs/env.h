@@ -15,7 +15,7 @@
 #include <optional>
 #include <span>
 
-#include "envs/random.h"
+#include "common/random.h"
 #include "envs/spec.h"
 
 namespace rlswarm::envs {

@@ -13,7 +13,7 @@
 #include <span>
 #include <vector>
 
-#include "envs/random.h"
+#include "common/random.h"
 #include "envs/vector_env.h"
 
 namespace rlswarm::envs {

@@ -6,14 +6,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "common/errors.h"
+#include "learner/checkpoint_writing.h"
 
 namespace rlswarm::learner {
+namespace checkpoint_writing {
 namespace {
 
 namespace fs = std::filesystem;
@@ -34,26 +38,39 @@ std::string DtypeName(at::ScalarType t) {
   }
 }
 
+}  // namespace
+
 // write(2) the whole buffer and fsync, so the bytes are on disk before the
-// manifest that vouches for them exists.
+// manifest that vouches for them exists. A file that could not be written
+// whole is removed: on a full disk its part would only take the room the
+// run's other files (its summary, the best policy) still need.
 void WriteDurably(const fs::path& path, const void* data, size_t size) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Unavailable("checkpoint: cannot create " + path.string());
+  if (fd < 0) {
+    throw Unavailable("checkpoint: cannot create " + path.string() + ": " + std::strerror(errno));
+  }
+  const auto fail = [&](const std::string& what) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(path.c_str());
+    const std::string message = "checkpoint: " + what + " " + path.string() + ": " +
+                                std::strerror(err) + " (the partial file is removed)";
+    if (err == ENOSPC || err == EDQUOT) throw ResourceExhausted(message);
+    throw Unavailable(message);
+  };
   const auto* p = static_cast<const char*>(data);
   size_t left = size;
   while (left > 0) {
     const ssize_t n = ::write(fd, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      ::close(fd);
-      throw Unavailable("checkpoint: cannot write " + path.string());
+      fail("cannot write");
     }
     p += n;
     left -= static_cast<size_t>(n);
   }
-  const bool synced = ::fsync(fd) == 0;
+  if (::fsync(fd) != 0) fail("fsync failed on");
   ::close(fd);
-  if (!synced) throw Unavailable("checkpoint: fsync failed on " + path.string());
 }
 
 void FsyncDirectory(const fs::path& dir) {
@@ -69,32 +86,38 @@ std::string DirName(int64_t update_count) {
   return name;
 }
 
-// This rank's sections, in manifest order, as one [sections, local_numel]
-// tensor in the master dtype.
-std::pair<std::vector<std::string>, at::Tensor> LocalSections(ShardedModel& online,
-                                                              const ShardedModel* target) {
-  std::vector<std::string> names = {"params"};
-  std::vector<at::Tensor> rows = {online.LocalShard()};
-  if (target) {
-    names.push_back("target");
-    rows.push_back(target->LocalShard());
-  }
-  if (online.options().trainable) {
-    for (const auto& [name, t] : online.optimizer().State()) {
-      if (name == "step") continue;
-      names.push_back(name);
-      rows.push_back(t.to(online.LocalShard().scalar_type()));
-    }
-  }
-  return {names, at::stack(rows).cpu().contiguous()};
+int ShardCount(const ShardedModel& online) {
+  const auto& layouts = online.layouts();
+  return layouts.empty() ? 1 : static_cast<int>(layouts[0].padded_numel / layouts[0].shard_numel);
 }
 
-json ManifestJson(ShardedModel& online, const std::vector<std::string>& sections,
-                  const CheckpointProgress& progress, const std::vector<uint32_t>& crcs,
-                  int64_t file_bytes) {
+std::vector<std::string> SectionNames(ShardedModel& online, const ShardedModel* target) {
+  std::vector<std::string> names = {"params"};
+  if (target) names.push_back("target");
+  if (online.options().trainable) {
+    for (const auto& [name, t] : online.optimizer().State()) {
+      if (name != "step") names.push_back(name);
+    }
+  }
+  return names;
+}
+
+void CopySections(ShardedModel& online, const ShardedModel* target, const at::Tensor& out) {
+  at::NoGradGuard no_grad;
+  int64_t row = 0;
+  out[row++].copy_(online.LocalShard());
+  if (target) out[row++].copy_(target->LocalShard());
+  if (online.options().trainable) {
+    for (const auto& [name, t] : online.optimizer().State()) {
+      if (name != "step") out[row++].copy_(t);  // copy_ converts to the master dtype
+    }
+  }
+}
+
+json ManifestDraft(ShardedModel& online, const std::vector<std::string>& sections,
+                   const CheckpointProgress& progress, int64_t file_bytes) {
   const auto& layouts = online.layouts();
-  const int shard_count =
-      layouts.empty() ? 1 : static_cast<int>(layouts[0].padded_numel / layouts[0].shard_numel);
+  const int shard_count = ShardCount(online);
   json j;
   j["format"] = kCheckpointFormat;
   j["model"] = online.spec().name;
@@ -130,9 +153,20 @@ json ManifestJson(ShardedModel& online, const std::vector<std::string>& sections
     j["files"].push_back({{"path", "shard-" + std::to_string(s) + ".bin"},
                           {"shard", s},
                           {"bytes", file_bytes},
-                          {"crc32", crcs[s]}});
+                          {"crc32", 0u}});
   }
   return j;
+}
+
+void PublishManifest(const fs::path& dir, const json& manifest) {
+  FsyncDirectory(dir);  // the data files' directory entries first
+  const std::string text = manifest.dump(1) + "\n";
+  const fs::path tmp = dir / (std::string(kCheckpointManifest) + ".tmp");
+  WriteDurably(tmp, text.data(), text.size());
+  std::error_code ec;
+  fs::rename(tmp, dir / kCheckpointManifest, ec);
+  if (ec) throw Unavailable("checkpoint: cannot rename " + tmp.string() + ": " + ec.message());
+  FsyncDirectory(dir);
 }
 
 void RemoveOld(const fs::path& root, int keep) {
@@ -149,20 +183,26 @@ void RemoveOld(const fs::path& root, int keep) {
   for (size_t i = 0; i + keep < complete.size(); ++i) fs::remove_all(complete[i], ec);
 }
 
+}  // namespace checkpoint_writing
+
+namespace {
+namespace fs = std::filesystem;
 }  // namespace
 
 std::string SaveCheckpoint(const std::string& root, ShardedModel& online,
                            const ShardedModel* target, const CheckpointProgress& progress,
                            int keep) {
+  namespace cw = checkpoint_writing;
   Communicator& comm = online.communicator();
   const int rank = comm.rank();
   const int world = comm.world_size();
-  const fs::path dir = fs::path(root) / DirName(progress.update_count);
-  const auto& layouts = online.layouts();
-  const int shard_count =
-      layouts.empty() ? 1 : static_cast<int>(layouts[0].padded_numel / layouts[0].shard_numel);
+  const fs::path dir = fs::path(root) / cw::DirName(progress.update_count);
+  const int shard_count = cw::ShardCount(online);
 
-  auto [sections, data] = LocalSections(online, target);
+  const std::vector<std::string> sections = cw::SectionNames(online, target);
+  at::Tensor data = at::empty({static_cast<int64_t>(sections.size()), online.LocalShard().numel()},
+                              at::TensorOptions().dtype(online.LocalShard().scalar_type()));
+  cw::CopySections(online, target, data);
   const int64_t file_bytes = static_cast<int64_t>(data.nbytes());
   // Slot r: rank r's CRC-32 (if it writes a shard); slot world: ranks that failed.
   at::Tensor exchange = at::zeros({world + 1}, at::kLong);
@@ -173,8 +213,8 @@ std::string SaveCheckpoint(const std::string& root, ShardedModel& online,
       // A stale manifest from an interrupted earlier save of this update
       // must not vouch for the new files.
       if (rank == 0) fs::remove(dir / kCheckpointManifest);
-      WriteDurably(dir / ("shard-" + std::to_string(rank) + ".bin"), data.data_ptr(),
-                   data.nbytes());
+      cw::WriteDurably(dir / ("shard-" + std::to_string(rank) + ".bin"), data.data_ptr(),
+                       data.nbytes());
       exchange[rank].fill_(static_cast<int64_t>(Crc32(data.data_ptr(), data.nbytes())));
     }
   } catch (const std::exception& e) {
@@ -187,24 +227,19 @@ std::string SaveCheckpoint(const std::string& root, ShardedModel& online,
                       (error.empty() ? "" : ": " + error));
   }
   if (rank == 0) {
-    std::vector<uint32_t> crcs(shard_count);
-    for (int s = 0; s < shard_count; ++s)
-      crcs[s] = static_cast<uint32_t>(exchange[s].item<int64_t>());
-    FsyncDirectory(dir);
-    const std::string text =
-        ManifestJson(online, sections, progress, crcs, file_bytes).dump(1) + "\n";
-    const fs::path tmp = dir / (std::string(kCheckpointManifest) + ".tmp");
-    WriteDurably(tmp, text.data(), text.size());
-    fs::rename(tmp, dir / kCheckpointManifest);
-    FsyncDirectory(dir);
-    RemoveOld(root, keep);
+    nlohmann::json manifest = cw::ManifestDraft(online, sections, progress, file_bytes);
+    for (int s = 0; s < shard_count; ++s) {
+      manifest["files"][s]["crc32"] = static_cast<uint32_t>(exchange[s].item<int64_t>());
+    }
+    cw::PublishManifest(dir, manifest);
+    cw::RemoveOld(root, keep);
   }
   return dir.string();
 }
 
 at::Tensor LocalSliceOf(const ShardedModel& model, const models::NamedTensors& named) {
   std::map<std::string, at::Tensor> by_name(named.begin(), named.end());
-  const int rank = model.direct() ? 0 : const_cast<ShardedModel&>(model).communicator().rank();
+  const int rank = model.shard_index();  // hybrid_shard: not the world rank
   at::Tensor local = at::zeros_like(model.LocalShard());
   for (const UnitLayout& u : model.layouts()) {
     at::Tensor full = at::zeros({u.padded_numel}, local.options());

@@ -205,11 +205,43 @@ std::map<std::string, models::NamedTensors> ReadCheckpointSections(const std::st
   return out;
 }
 
+namespace {
+
+// Why `root` gave no checkpoint to load: missing, not a directory, nothing
+// that looks like a checkpoint in it, or what is wrong with each candidate
+// (newest first), so a user can tell a wrong path from a broken save.
+std::string NoCheckpointReason(const std::string& root) {
+  std::error_code ec;
+  if (!fs::exists(root, ec)) return root + " does not exist";
+  if (!fs::is_directory(root, ec)) return root + " is not a directory";
+  std::vector<std::pair<int64_t, std::string>> candidates;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    const int64_t update = UpdateOfName(entry.path().filename().string());
+    if (entry.is_directory() && update >= 0) {
+      candidates.emplace_back(update, entry.path().string());
+    }
+  }
+  if (candidates.empty()) {
+    return "no checkpoint in " + root + ": it holds neither a " + kCheckpointManifest +
+           " nor update-N directories";
+  }
+  std::sort(candidates.rbegin(), candidates.rend());
+  std::string reason = "no valid checkpoint in " + root + ":";
+  for (const auto& [update, dir] : candidates) {
+    reason += " " + fs::path(dir).filename().string() + ": " +
+              ValidateCheckpoint(dir).value_or("valid now (written meanwhile?)") + ";";
+  }
+  reason.back() = '.';
+  return reason;
+}
+
+}  // namespace
+
 models::NamedTensors LoadCheckpointParameters(const std::string& dir) {
   std::string chosen = dir;
   if (!fs::exists(fs::path(dir) / kCheckpointManifest)) {
     std::optional<std::string> latest = FindLatestCheckpoint(dir);
-    if (!latest) throw NotFound("no valid checkpoint in " + dir);
+    if (!latest) throw NotFound(NoCheckpointReason(dir));
     chosen = *latest;
   }
   auto sections = ReadCheckpointSections(chosen, nullptr);

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "common/errors.h"
+#include "common/testing/files.h"
 #include "learner/testing/harness.h"
 #include "models/q_network.h"
 #include "models/q_networks.h"
@@ -18,20 +19,9 @@ namespace {
 namespace fs = std::filesystem;
 namespace th = testing;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "learner_ckpt_XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+// A fresh directory per test, removed with everything in it.
+struct TempDir : rlswarm::testing::TempDir {
+  TempDir() : rlswarm::testing::TempDir("learner_ckpt") {}
 };
 
 double MaxDiff(const std::vector<double>& a, const std::vector<double>& b) {
@@ -105,6 +95,27 @@ TEST(ShardedCheckpointTest, EvaluationLoadsTheOnlineParametersWithoutAProcessGro
   models::QNetwork net(w.spec, /*seed=*/99);
   net.LoadParameters(loaded);  // the unsharded model evaluation runs
   EXPECT_THROW(LoadCheckpointParameters(dir.path() + "/nothing"), NotFound);
+}
+
+// What a user reads when `rlswarm evaluate --checkpoint DIR` finds nothing:
+// a wrong path and a broken save say different things.
+TEST(ShardedCheckpointTest, NoLoadableCheckpointSaysWhy) {
+  TempDir dir;
+  const auto message = [](const std::string& path) {
+    try {
+      LoadCheckpointParameters(path);
+    } catch (const NotFound& e) {
+      return std::string(e.what());
+    }
+    return std::string("loaded");
+  };
+  EXPECT_NE(message(dir.path() + "/nothing").find("does not exist"), std::string::npos);
+  EXPECT_NE(message(dir.path()).find("neither a manifest.json nor update-N"), std::string::npos);
+  fs::create_directories(dir.path() + "/update-000000000010");
+  std::ofstream(dir.path() + "/update-000000000010/shard-0.bin") << "garbage";
+  const std::string broken = message(dir.path());
+  EXPECT_NE(broken.find("update-000000000010: checkpoint: no manifest"), std::string::npos)
+      << broken;
 }
 
 TEST(ShardedCheckpointTest, CorruptOrIncompleteCheckpointsAreSkipped) {

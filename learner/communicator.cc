@@ -28,12 +28,14 @@ struct PendingCollective::Timing {
 
 PendingCollective::PendingCollective(c10::intrusive_ptr<c10d::Work> work, std::string what,
                                      std::chrono::milliseconds timeout, CommStats* stats,
-                                     std::vector<c10::intrusive_ptr<c10d::Work>>* timed)
+                                     std::vector<c10::intrusive_ptr<c10d::Work>>* timed,
+                                     CollectiveTicket ticket)
     : work_(std::move(work)),
       what_(std::move(what)),
       timeout_(timeout),
       stats_(stats),
-      timed_(timed) {
+      timed_(timed),
+      ticket_(std::move(ticket)) {
   timing_ = std::make_shared<Timing>();
   timing_->issued_ns = NowNs();
   // The completion time tells how long the collective ran while the caller
@@ -53,6 +55,8 @@ void PendingCollective::Wait() {
   if (!work_) return;
   auto work = std::move(work_);
   work_.reset();
+  // Blocked in this collective until the end of Wait(), as the watchdog sees it.
+  InFlightCollectives::Waiting waiting(ticket_.record.get(), ticket_.plane, ticket_.seq, what_);
   const int64_t wait_start = NowNs();
   try {
     // Gloo already enforces the group timeout on the collective itself; the
@@ -62,6 +66,16 @@ void PendingCollective::Wait() {
     ThrowCollectiveError(what_, e, timeout_);
   }
   const int64_t wait_end = NowNs();
+  if (trace_.active()) {
+    if (TraceRecorder::Enabled()) {
+      // The issuing thread blocked on it: a span on the thread's own track.
+      TraceRecorder::Global().Record(
+          {"wait: " + trace_.name(), "wait", "compute", wait_start, wait_end, {}});
+    }
+    const int64_t completed = timing_->completed_ns.load();
+    trace_.EndAt(completed > 0 ? std::min(completed, wait_end) : wait_end,
+                 {{"bytes", trace_bytes_}});
+  }
   if (stats_ != nullptr) {
     const int64_t completed = timing_->completed_ns.load();
     const int64_t end = completed > 0 ? std::min(completed, wait_end) : wait_end;
@@ -69,6 +83,12 @@ void PendingCollective::Wait() {
     stats_->wait_seconds += 1e-9 * static_cast<double>(wait_end - wait_start);
   }
   if (timed_ != nullptr) timed_->push_back(std::move(work));
+}
+
+void PendingCollective::TraceAs(const char* kind, const std::string& what, int64_t bytes) {
+  if (!work_ || !TraceRecorder::Active()) return;
+  trace_.BeginAt(timing_->issued_ns, what, "collective", kind);
+  trace_bytes_ = bytes;
 }
 
 void Communicator::CollectDeviceTimings() {
@@ -124,6 +144,11 @@ Communicator::Communicator(GroupPtr group, int rank, int world_size,
   }
 }
 
+CollectiveTicket Communicator::Ticket(CollectivePlane plane) {
+  if (plane == CollectivePlane::kControl && control_ == group_) plane = CollectivePlane::kData;
+  return {in_flight_, plane, in_flight_->Issue(plane)};
+}
+
 std::string Communicator::backend() const { return group_ ? BackendName(*group_) : "none"; }
 
 ReduceScatterImpl Communicator::Resolve(ReduceScatterImpl impl) const {
@@ -164,8 +189,10 @@ PendingCollective Communicator::AllGather(const at::Tensor& shard, const at::Ten
   stats_.bytes_sent += (world_size_ - 1) * k * shard.element_size();
   stats_.collectives += 1;
   try {
-    return PendingCollective(group_->allgather(outputs, inputs), Context(what), timeout_, &stats_,
-                             Timed());
+    PendingCollective p(group_->allgather(outputs, inputs), Context(what), timeout_, &stats_,
+                        Timed(), Ticket(CollectivePlane::kData));
+    p.TraceAs("all-gather", what, static_cast<int64_t>(full.nbytes()));
+    return p;
   } catch (const std::exception& e) {
     ThrowCollectiveError(Context(what), e, timeout_);
   }
@@ -204,19 +231,20 @@ PendingReduceScatter Communicator::ReduceScatterSumAsync(const at::Tensor& full,
       stats_.bytes_sent += (world_size_ - 1) * k * p.input_.element_size();
       p.collective_ =
           PendingCollective(group_->alltoall_base(p.output_, p.input_, equal_splits, equal_splits),
-                            context, timeout_, &stats_, Timed());
+                            context, timeout_, &stats_, Timed(), Ticket(CollectivePlane::kData));
     } else if (impl == ReduceScatterImpl::kNative) {
       p.output_ = at::empty({k}, p.input_.options());
       stats_.bytes_sent += (world_size_ - 1) * k * p.input_.element_size();
       p.collective_ = PendingCollective(group_->_reduce_scatter_base(p.output_, p.input_), context,
-                                        timeout_, &stats_, Timed());
+                                        timeout_, &stats_, Timed(), Ticket(CollectivePlane::kData));
     } else {
       stats_.bytes_sent += 2 * (world_size_ - 1) * k * p.input_.element_size();
       p.output_ = p.input_.clone();
       std::vector<at::Tensor> tensors{p.output_};
-      p.collective_ =
-          PendingCollective(group_->allreduce(tensors), context, timeout_, &stats_, Timed());
+      p.collective_ = PendingCollective(group_->allreduce(tensors), context, timeout_, &stats_,
+                                        Timed(), Ticket(CollectivePlane::kData));
     }
+    p.collective_.TraceAs("reduce-scatter", what, static_cast<int64_t>(p.input_.nbytes()));
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -238,7 +266,10 @@ PendingCollective Communicator::AllReduceSum(at::Tensor tensor, const std::strin
   stats_.collectives += 1;
   std::vector<at::Tensor> tensors{std::move(tensor)};
   try {
-    return PendingCollective(group_->allreduce(tensors), Context(what), timeout_, &stats_, Timed());
+    PendingCollective p(group_->allreduce(tensors), Context(what), timeout_, &stats_, Timed(),
+                        Ticket(CollectivePlane::kData));
+    p.TraceAs("all-reduce", what, static_cast<int64_t>(tensors[0].nbytes()));
+    return p;
   } catch (const std::exception& e) {
     ThrowCollectiveError(Context(what), e, timeout_);
   }
@@ -251,7 +282,9 @@ void Communicator::ControlAllReduceSum(at::Tensor tensor, const std::string& wha
   std::vector<at::Tensor> tensors{std::move(tensor)};
   try {
     // Not counted in stats(): those describe the training collectives.
-    PendingCollective(control_->allreduce(tensors), Context(what), timeout_, nullptr).Wait();
+    PendingCollective(control_->allreduce(tensors), Context(what), timeout_, nullptr, nullptr,
+                      Ticket(CollectivePlane::kControl))
+        .Wait();
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {

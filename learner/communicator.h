@@ -33,7 +33,9 @@
 #include <string>
 #include <vector>
 
+#include "learner/in_flight_collectives.h"
 #include "learner/torch_adapter.h"
+#include "learner/trace_recorder.h"
 
 namespace rlswarm::learner {
 
@@ -62,12 +64,18 @@ class PendingCollective {
  public:
   PendingCollective() = default;
   // `timed`: where Wait() hands the finished Work for device timing (null:
-  // none).
+  // none). `ticket`: where Wait() records that it is blocked in this
+  // collective (for the watchdog; no record: nothing recorded).
   PendingCollective(c10::intrusive_ptr<c10d::Work> work, std::string what,
                     std::chrono::milliseconds timeout, CommStats* stats,
-                    std::vector<c10::intrusive_ptr<c10d::Work>>* timed = nullptr);
+                    std::vector<c10::intrusive_ptr<c10d::Work>>* timed = nullptr,
+                    CollectiveTicket ticket = {});
   void Wait();
   bool pending() const { return static_cast<bool>(work_); }
+  // Records this collective, from now to its completion, on the trace
+  // (trace_recorder.h) under `kind` ("all-gather", ...) with `bytes` (the
+  // full buffer) when a trace is active; a no-op otherwise.
+  void TraceAs(const char* kind, const std::string& what, int64_t bytes);
 
  private:
   struct Timing;
@@ -77,6 +85,9 @@ class PendingCollective {
   CommStats* stats_ = nullptr;
   std::vector<c10::intrusive_ptr<c10d::Work>>* timed_ = nullptr;
   std::shared_ptr<Timing> timing_;
+  TraceSpan trace_;
+  int64_t trace_bytes_ = 0;
+  CollectiveTicket ticket_;
 };
 
 // A reduce-scatter in flight: Wait() returns this rank's slice of the sum
@@ -154,7 +165,14 @@ class Communicator {
   void set_collect_device_timings(bool on) { collect_device_timings_ = on; }
   void CollectDeviceTimings();
 
+  // Which collective this rank issued last and is blocked in, readable from
+  // any thread (the watchdog's). Never null.
+  std::shared_ptr<const InFlightCollectives> in_flight() const { return in_flight_; }
+
  private:
+  // The next sequence number on `plane` (the data plane's when both planes
+  // are one group).
+  CollectiveTicket Ticket(CollectivePlane plane);
   std::string Context(const std::string& what) const;
   void CheckReducible(const at::Tensor& t, const std::string& what) const;
 
@@ -166,6 +184,7 @@ class Communicator {
   CommStats stats_;
   bool collect_device_timings_ = false;
   std::vector<c10::intrusive_ptr<c10d::Work>> timed_works_;
+  std::shared_ptr<InFlightCollectives> in_flight_ = std::make_shared<InFlightCollectives>();
   // Where new PendingCollectives hand their Work (null unless timing).
   std::vector<c10::intrusive_ptr<c10d::Work>>* Timed() {
     return collect_device_timings_ ? &timed_works_ : nullptr;

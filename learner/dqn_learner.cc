@@ -3,7 +3,12 @@
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "common/errors.h"
+#include "common/random.h"
+#include "learner/trace_recorder.h"
 #include "replay/service/transition.h"
 
 namespace rlswarm::learner {
@@ -11,28 +16,39 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// SplitMix64 finaliser: decorrelates the per-rank sampler seeds.
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 }  // namespace
 
 DqnLearner::DqnLearner(models::ModelSpec spec, DqnLearnerOptions options,
-                       std::shared_ptr<Communicator> comm)
-    : spec_(std::move(spec)), options_(std::move(options)), comm_(std::move(comm)) {
+                       std::shared_ptr<Communicator> comm, c10::intrusive_ptr<c10d::Store> store)
+    : DqnLearner(std::move(spec), std::move(options), ShardMesh::OneDim(std::move(comm)),
+                 std::move(store)) {}
+
+DqnLearner::DqnLearner(models::ModelSpec spec, DqnLearnerOptions options, ShardMesh mesh,
+                       c10::intrusive_ptr<c10d::Store> store)
+    : spec_(std::move(spec)), options_(std::move(options)), comm_(mesh.world) {
+  if (!comm_) comm_ = mesh.world = mesh.shard = std::make_shared<Communicator>();
   options_.Validate(spec_, comm_->world_size());
   local_batch_ = options_.batch_size / comm_->world_size();
-  online_ = std::make_unique<ShardedModel>(spec_, options_.model, comm_);
+  online_ = std::make_unique<ShardedModel>(spec_, options_.model, std::move(mesh));
   stager_ = std::make_unique<BatchStager>(options_.model.device);
   target_ = online_->MakeTarget();
   if (options_.publish_interval > 0) {
     broadcaster_ = std::make_unique<WeightsBroadcaster>(options_.publishing, *online_);
+  }
+  if (options_.async_checkpoint && !options_.checkpoint_dir.empty()) {
+    if (comm_->world_size() > 1 && !store) {
+      spdlog::warn(
+          "rank {}: asynchronous checkpoints at {} ranks need the rendezvous store; writing "
+          "them synchronously",
+          comm_->rank(), comm_->world_size());
+    } else {
+      AsyncCheckpointOptions o;
+      o.root = options_.checkpoint_dir;
+      o.keep = options_.keep_checkpoints;
+      checkpointer_ = std::make_unique<AsyncCheckpointer>(o, *online_, target_.get(), store);
+    }
   }
   ResetSampler();
   interval_start_ = last_log_ = Clock::now();
@@ -46,8 +62,8 @@ void DqnLearner::ResetSampler() {
   feed_.reset();                                   // sends the priorities still queued
   if (options_.sampler.endpoints.empty()) return;  // TrainOn only (tests)
   replay::ReplaySamplerOptions o = options_.sampler;
-  o.seed = Mix(Mix(o.seed ^ static_cast<uint64_t>(comm_->rank()) << 32) +
-               static_cast<uint64_t>(updates_));
+  o.seed = Mix64(Mix64(o.seed ^ static_cast<uint64_t>(comm_->rank()) << 32) +
+                 static_cast<uint64_t>(updates_));
   sampler_ = std::make_unique<replay::ReplaySampler>(o);
   feed_ = std::make_unique<ReplayFeed>(*sampler_, *stager_);
 }
@@ -95,8 +111,14 @@ std::vector<double> DqnLearner::TrainOnStaged(const StagedBatch& batch) {
   at::Tensor both = online_->Forward(at::cat({obs, next_obs}));
   at::Tensor q = both.narrow(0, 0, rows);
   at::Tensor next_online = both.narrow(0, rows, rows).detach();
-  DqnLossResult result = DqnLoss(q, next_online, next_target, targets, options_.loss);
-  result.loss.backward();
+  DqnLossResult result = [&] {
+    TraceScope trace("loss");
+    return DqnLoss(q, next_online, next_target, targets, options_.loss);
+  }();
+  {
+    TraceScope trace("backward");
+    result.loss.backward();
+  }
   online_->Step();
 
   // One device-to-host copy for what the host needs of this update (the
@@ -111,7 +133,16 @@ std::vector<double> DqnLearner::TrainOnStaged(const StagedBatch& batch) {
   const int64_t n = summary.numel() - 2;
   sum_loss_ += p[n];
   sum_abs_td_ += p[n + 1];
-  sum_grad_norm_ += online_->last_grad_norm();
+  const StepHealth& health = online_->health();
+  if (!health.skipped) {
+    sum_grad_norm_ += health.grad_norm;
+    ++applied_updates_;
+  }
+  if (health.update_to_weight_step != last_ratio_step_) {
+    last_ratio_step_ = health.update_to_weight_step;
+    sum_update_to_weight_ += health.update_to_weight;
+    ++update_to_weight_count_;
+  }
   sum_train_s_ += Seconds(Clock::now() - t0);
   return std::vector<double>(p, p + n);
 }
@@ -127,6 +158,7 @@ void DqnLearner::UpdateTarget() {
 bool DqnLearner::Update() {
   if (!sampler_) throw FailedPrecondition("learner: no replay endpoints");
   const auto t0 = Clock::now();
+  const bool writing = checkpointer_ && checkpointer_->in_flight();
   // Keeps the sampled bytes alive while the tensors view them.
   StagedBatch batch;
   try {
@@ -136,11 +168,30 @@ bool DqnLearner::Update() {
     spdlog::debug("rank {}: waiting for replay: {}", comm_->rank(), e.what());
     return false;
   } catch (const Unavailable& e) {
-    spdlog::warn("rank {}: waiting for replay: {}", comm_->rank(), e.what());
+    const auto now = Clock::now();
+    ++replay_failures_;
+    if (!replay_down_since_) {
+      replay_down_since_ = now;
+      replay_warned_at_ = now;
+      replay_failures_ = 0;
+      spdlog::warn("rank {}: waiting for replay: {}", comm_->rank(), e.what());
+    } else if (now - replay_warned_at_ >= kReplayWarningInterval) {
+      spdlog::warn(
+          "rank {}: still waiting for replay after {:.0f} s ({} failed samples since the "
+          "last warning): {}",
+          comm_->rank(), Seconds(now - *replay_down_since_), replay_failures_, e.what());
+      replay_warned_at_ = now;
+      replay_failures_ = 0;
+    }
     return false;
   }
+  if (replay_down_since_) {
+    spdlog::info("rank {}: replay is back after {:.1f} s", comm_->rank(),
+                 Seconds(Clock::now() - *replay_down_since_));
+    replay_down_since_.reset();
+  }
   sum_sample_s_ += Seconds(Clock::now() - t0);
-  if (options_.prefetch) prefetched_ = feed_->Prefetch(local_batch_);
+  if (options_.replay_prefetch) prefetched_ = feed_->Prefetch(local_batch_);
   for (int64_t v : batch.host.policy_versions) {
     if (v > 0) {
       sum_staleness_ += static_cast<double>(updates_ - v);
@@ -148,15 +199,33 @@ bool DqnLearner::Update() {
     }
   }
   std::vector<double> priorities = TrainOnStaged(batch);
-  if (options_.update_priorities) {
+  // A skipped update learned nothing from the batch, and a NaN or Inf
+  // priority would poison the shard's sum tree: that batch keeps the
+  // priorities it had.
+  const bool finite =
+      std::all_of(priorities.begin(), priorities.end(), [](double p) { return std::isfinite(p); });
+  if (online_->health().skipped || !finite) {
+    spdlog::warn("rank {}: update {} {}; its priorities are not sent", comm_->rank(), updates_ + 1,
+                 online_->health().skipped ? "skipped: non-finite gradient on some rank"
+                                           : "gave non-finite priorities");
+  } else if (options_.update_priorities) {
     feed_->SendPriorities(std::move(batch.host.keys), std::move(priorities));
   }
   ++updates_;
   ++interval_updates_;
   UpdateTarget();
   if (options_.publish_interval > 0 && updates_ % options_.publish_interval == 0) Publish();
+  Clock::duration save_time{0};
   if (options_.checkpoint_interval > 0 && updates_ % options_.checkpoint_interval == 0) {
-    SaveCheckpoint();
+    const auto save_start = Clock::now();
+    StartCheckpoint();
+    save_time = Clock::now() - save_start;  // logged as the save's stall
+  }
+  if (checkpointer_) {
+    const double update_s = Seconds(Clock::now() - t0 - save_time);
+    (writing ? writing_s_ : idle_s_) += update_s;
+    ++(writing ? writing_updates_ : idle_updates_);
+    LogFinishedCheckpoint();
   }
   MaybeLog();
   return true;
@@ -170,9 +239,41 @@ StagedBatch DqnLearner::NextBatch() {
 
 std::string DqnLearner::SaveCheckpoint() {
   if (options_.checkpoint_dir.empty()) throw FailedPrecondition("learner: no checkpoint_dir");
+  if (checkpointer_) {
+    // Its writer's waits are bounded (agreement timeout), so this ends.
+    while (!checkpointer_->Wait(std::chrono::seconds(10))) {
+      spdlog::info("rank {}: waiting for the checkpoint in flight", comm_->rank());
+    }
+    LogFinishedCheckpoint();
+  }
   return learner::SaveCheckpoint(options_.checkpoint_dir, *online_, target_.get(),
                                  CheckpointProgress{updates_, options_.model.seed},
                                  options_.keep_checkpoints);
+}
+
+std::string DqnLearner::StartCheckpoint() {
+  if (!checkpointer_) return SaveCheckpoint();
+  return checkpointer_->Save(CheckpointProgress{updates_, options_.model.seed});
+}
+
+void DqnLearner::LogFinishedCheckpoint() {
+  std::optional<AsyncSaveReport> r = checkpointer_->TakeFinished();
+  if (!r) return;
+  auto rate = [](int64_t n, double s) {
+    return n > 0 && s > 0 ? fmt::format("{:.1f}", n / s) : std::string("n/a");
+  };
+  const double writing_rate = writing_s_ > 0 ? writing_updates_ / writing_s_ : 0;
+  const double idle_rate = idle_s_ > 0 ? idle_updates_ / idle_s_ : 0;
+  spdlog::info(
+      "checkpoint update {} {} after {:.2f} s: training blocked {:.1f} ms; {} updates/s while the "
+      "writer ran ({} updates), {} without it; {} updates/s lost",
+      r->update_count, r->ok ? (comm_->rank() == 0 ? "published" : "durable") : "FAILED",
+      r->write_seconds, 1e3 * r->stall_seconds, rate(writing_updates_, writing_s_),
+      writing_updates_, rate(idle_updates_, idle_s_),
+      writing_updates_ > 0 && idle_updates_ > 0 ? fmt::format("{:.1f}", idle_rate - writing_rate)
+                                                : std::string("n/a"));
+  writing_s_ = idle_s_ = 0;
+  writing_updates_ = idle_updates_ = 0;
 }
 
 void DqnLearner::Publish() {
@@ -197,15 +298,19 @@ LearnerMetrics DqnLearner::TakeMetrics() {
   m.updates_per_sec = elapsed > 0 ? interval_updates_ / elapsed : 0;
   m.loss = sum_loss_ / n;
   m.mean_abs_td = sum_abs_td_ / n;
-  m.grad_norm = sum_grad_norm_ / n;
+  m.grad_norm = applied_updates_ > 0 ? sum_grad_norm_ / static_cast<double>(applied_updates_) : 0;
+  m.update_to_weight = update_to_weight_count_ > 0
+                           ? sum_update_to_weight_ / static_cast<double>(update_to_weight_count_)
+                           : 0;
+  m.nonfinite_skipped = online_->health().skipped_steps;
   m.staleness = staleness_items_ ? sum_staleness_ / staleness_items_ : 0;
   m.sample_seconds = sum_sample_s_ / n;
   m.train_seconds = sum_train_s_ / n;
   m.priority_updates_lost = sampler_ ? sampler_->stats().priority_updates_lost : 0;
   interval_start_ = now;
   interval_updates_ = 0;
-  sum_loss_ = sum_abs_td_ = sum_grad_norm_ = sum_staleness_ = 0;
-  staleness_items_ = 0;
+  sum_loss_ = sum_abs_td_ = sum_grad_norm_ = sum_staleness_ = sum_update_to_weight_ = 0;
+  staleness_items_ = applied_updates_ = update_to_weight_count_ = 0;
   sum_sample_s_ = sum_train_s_ = 0;
   return m;
 }
@@ -218,10 +323,12 @@ void DqnLearner::MaybeLog() {
   const LearnerMetrics m = TakeMetrics();
   spdlog::info(
       "updates {} | {:.1f} updates/s | loss {:.4g} | mean |td| {:.4g} | grad norm {:.3g} | "
-      "staleness {:.1f} | sample {:.2f} ms, train {:.2f} ms per update | priority updates lost "
-      "{}",
-      m.updates, m.updates_per_sec, m.loss, m.mean_abs_td, m.grad_norm, m.staleness,
-      1e3 * m.sample_seconds, 1e3 * m.train_seconds, m.priority_updates_lost);
+      "update/weight {:.2g} | staleness {:.1f} | sample {:.2f} ms, train {:.2f} ms per update | "
+      "priority updates lost {}{}",
+      m.updates, m.updates_per_sec, m.loss, m.mean_abs_td, m.grad_norm, m.update_to_weight,
+      m.staleness, 1e3 * m.sample_seconds, 1e3 * m.train_seconds, m.priority_updates_lost,
+      m.nonfinite_skipped > 0 ? fmt::format(" | skipped (non-finite) {}", m.nonfinite_skipped)
+                              : "");
 }
 
 }  // namespace rlswarm::learner

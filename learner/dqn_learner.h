@@ -7,13 +7,16 @@
 // (each key to the replay shard that owns it), updates the sharded target
 // network, and every publish_interval updates publishes the weights
 // (weights_broadcaster.h) with version = the update count; every
-// checkpoint_interval updates it writes a sharded checkpoint
-// (checkpoint.h).
+// checkpoint_interval updates it writes a sharded checkpoint: on a writer
+// thread while training goes on (async_checkpoint.h, the default), or
+// synchronously (checkpoint.h). With asynchronous checkpoints it logs, per
+// save, how long training was blocked and the updates/s while the writer
+// ran against those without it.
 //
 // Data path of one update:
 //   Sample(B / W) -> SampledBatch (bytes) -> BatchStager: at::from_blob on
 //   the CPU (no copy), pinned memory + asynchronous copy on a CUDA copy
-//   stream (device_copies.h) -> (with options.prefetch the next batch is
+//   stream (device_copies.h) -> (with options.replay_prefetch the next batch is
 //   sampled and staged meanwhile on the ReplayFeed's thread) -> online
 //   Forward([s; s']), target Forward(s') -> DqnLoss -> backward
 //   (reduce-scatters, asynchronous) -> Step -> one device-to-host copy of
@@ -31,6 +34,7 @@
 #include <optional>
 #include <string>
 
+#include "learner/async_checkpoint.h"
 #include "learner/checkpoint.h"
 #include "learner/device_copies.h"
 #include "learner/dqn_learner_options.h"
@@ -47,7 +51,17 @@ struct LearnerMetrics {
   double updates_per_sec = 0;
   double loss = 0;
   double mean_abs_td = 0;
-  double grad_norm = 0;  // before clipping
+  // Global L2 norm of the gradient before clipping, mean over the interval's
+  // applied updates (a skipped update's norm is not finite).
+  double grad_norm = 0;
+  // ||delta theta|| / ||theta|| of the optimizer steps, global, mean over
+  // those whose ratio became known in the interval (it lags one update,
+  // StepHealth); 0 when none did.
+  double update_to_weight = 0;
+  // Updates whose optimizer step every rank skipped because some rank's
+  // gradient held NaN or Inf, since this learner started (their priorities
+  // are not sent either).
+  int64_t nonfinite_skipped = 0;
   // Updates between the weights version an actor acted with and now
   // (update count - the item's policy_version), mean over sampled items
   // that carry a version.
@@ -60,9 +74,19 @@ struct LearnerMetrics {
 class DqnLearner {
  public:
   // Builds the online and target networks (local), connects the sampler
-  // lazily and binds the weights publisher. Throws InvalidArgument,
-  // Unavailable (publisher cannot bind).
-  DqnLearner(models::ModelSpec spec, DqnLearnerOptions options, std::shared_ptr<Communicator> comm);
+  // lazily and binds the weights publisher. `store`: the rendezvous store
+  // (ProcessGroupHandle::store), which asynchronous checkpoints at world
+  // size > 1 agree through; null: those are written synchronously. Throws
+  // InvalidArgument, Unavailable (publisher cannot bind, store unreachable).
+  DqnLearner(models::ModelSpec spec, DqnLearnerOptions options, std::shared_ptr<Communicator> comm,
+             c10::intrusive_ptr<c10d::Store> store = {});
+  // The same with the models on `mesh` (hybrid_shard's 2-D mesh); the
+  // batch shares, seeds and the stop agreement use mesh.world.
+  DqnLearner(models::ModelSpec spec, DqnLearnerOptions options, ShardMesh mesh,
+             c10::intrusive_ptr<c10d::Store> store = {});
+  // Joins the checkpoint writer before the networks go: a save in flight
+  // finishes its write, but rank 0 no longer waits for the others' reports
+  // (that save stays unpublished; SaveCheckpoint() first for a final one).
   ~DqnLearner();
 
   // Loads the newest valid checkpoint under options.checkpoint_dir, if any
@@ -81,7 +105,8 @@ class DqnLearner {
 
   // Trains on one already-sampled batch (this rank's share); returns the
   // new priorities (|TD| + epsilon, one per row). Does not touch replay or
-  // the target network. Collective.
+  // the target network. When a rank's gradient is non-finite every rank
+  // skips the optimizer step (model().health().skipped). Collective.
   std::vector<double> TrainOn(const replay::SampledBatch& batch);
   // The same on a batch BatchStager staged (already on the device).
   std::vector<double> TrainOnStaged(const StagedBatch& batch);
@@ -89,8 +114,16 @@ class DqnLearner {
   // Updates the target network as the options say, for update `updates()`.
   void UpdateTarget();
 
-  // Writes a checkpoint now (collective); returns its directory.
+  // Writes a checkpoint now, synchronously, after waiting for an
+  // asynchronous one in flight (collective); returns its directory once it
+  // is published. Throws Unavailable as learner::SaveCheckpoint.
   std::string SaveCheckpoint();
+  // The periodic save of Update(): asynchronous when configured (returns
+  // when the shards are copied; the directory is published later), else
+  // SaveCheckpoint(). Collective. Returns the directory.
+  std::string StartCheckpoint();
+  // Null unless checkpoints are asynchronous.
+  AsyncCheckpointer* async_checkpointer() { return checkpointer_.get(); }
   // Publishes now with version = updates() (collective in full mode); a
   // no-op when that version was already published.
   void Publish();
@@ -112,6 +145,9 @@ class DqnLearner {
 
  private:
   void ResetSampler();
+  // Logs a finished asynchronous save with the updates/s while it was
+  // written against those without a writer, and starts a new comparison.
+  void LogFinishedCheckpoint();
   // The next batch: the prefetched one, or sampled and staged now.
   StagedBatch NextBatch();
 
@@ -124,21 +160,40 @@ class DqnLearner {
   std::unique_ptr<WeightsBroadcaster> broadcaster_;
   std::unique_ptr<replay::ReplaySampler> sampler_;
   std::unique_ptr<BatchStager> stager_;
-  // Samples (options.prefetch: the next update's batch while this one
+  // Samples (options.replay_prefetch: the next update's batch while this one
   // trains) and sends priorities on its own thread. Declared after sampler_
   // and stager_: destroyed (drained and joined) first.
   std::unique_ptr<ReplayFeed> feed_;
   std::future<StagedBatch> prefetched_;
   int64_t updates_ = 0;
   uint64_t published_version_ = 0;
+  // Asynchronous checkpoints; declared after the networks it copies from, so
+  // destroyed (its writer joined) before them.
+  std::unique_ptr<AsyncCheckpointer> checkpointer_;
+  // Update time (without the save's own stall) and count with a writer in
+  // flight and without, since the last finished save was logged.
+  double writing_s_ = 0, idle_s_ = 0;
+  int64_t writing_updates_ = 0, idle_updates_ = 0;
 
   // The current metrics interval.
   std::chrono::steady_clock::time_point interval_start_;
   std::chrono::steady_clock::time_point last_log_;
   int64_t interval_updates_ = 0;
   double sum_loss_ = 0, sum_abs_td_ = 0, sum_grad_norm_ = 0, sum_staleness_ = 0;
+  int64_t applied_updates_ = 0;  // the interval's updates that were not skipped
+  double sum_update_to_weight_ = 0;
+  int64_t update_to_weight_count_ = 0;
+  int64_t last_ratio_step_ = 0;  // StepHealth::update_to_weight_step last counted
   int64_t staleness_items_ = 0;
   double sum_sample_s_ = 0, sum_train_s_ = 0;
+
+  // An unreachable replay is reported when it starts, every
+  // kReplayWarningInterval while it lasts (with the failed samples since),
+  // and when it ends, instead of once per failed sample.
+  static constexpr std::chrono::seconds kReplayWarningInterval{10};
+  std::optional<std::chrono::steady_clock::time_point> replay_down_since_;
+  std::chrono::steady_clock::time_point replay_warned_at_;
+  int64_t replay_failures_ = 0;  // failed samples since the last warning
 };
 
 }  // namespace rlswarm::learner

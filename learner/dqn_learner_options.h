@@ -1,6 +1,6 @@
 #pragma once
 
-// Options of the Ape-X DQN learner (dqn_learner.h). apps/learner_section.h
+// Options of the Ape-X DQN learner (dqn_learner.h). config/learner_section.h
 // fills them from the `learner` section of an experiment config.
 
 #include <chrono>
@@ -33,13 +33,19 @@ struct DqnLearnerOptions {
   std::string checkpoint_dir;
   int64_t checkpoint_interval = 0;
   int keep_checkpoints = 2;
+  // Periodic checkpoints (checkpoint_interval) are asynchronous: training
+  // pauses only to copy the shards to host memory, a writer thread makes
+  // them durable (async_checkpoint.h). At world size > 1 that needs the
+  // rendezvous store (DqnLearner's `store`); without one, or when false,
+  // they are written synchronously (checkpoint.h).
+  bool async_checkpoint = true;
   // The replay shards. The seed is mixed with the rank (and the update count
   // on resume) so that ranks draw different items.
   replay::ReplaySamplerOptions sampler;
   // Sample the next batch on a helper thread while the current one trains
   // (as Ape-X's learner does): hides the replay round trip; the priorities
   // of update k then reach replay after batch k + 1 was drawn.
-  bool prefetch = true;
+  bool replay_prefetch = true;
   // Send each batch's new priorities (|TD| + epsilon) back to replay. Off
   // for uniform tables, where nobody reads them: saves one round trip per
   // update.

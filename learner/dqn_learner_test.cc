@@ -75,10 +75,35 @@ TEST(DqnLearnerTest, FixedCartPoleTransitionsDriveTheTdErrorDown) {
       << "first " << first.mean_abs_td << " last " << last.mean_abs_td;
   EXPECT_LT(last.loss, first.loss);
   EXPECT_GT(last.grad_norm, 0);
+  EXPECT_GT(last.update_to_weight, 0);
+  EXPECT_LT(last.update_to_weight, 0.1);  // lr 5e-3: small steps next to the weights
+  EXPECT_EQ(last.nonfinite_skipped, 0);
   EXPECT_EQ(last.priority_updates_lost, 0);
   // The priorities went back: the shard's items no longer all carry the
   // initial priority 1.
   EXPECT_GT(run.learner->sampler().stats().batches, 300);
+}
+
+// Every transition has a NaN observation: every update's gradient is NaN, so
+// every optimizer step is skipped and counted, the model is untouched, and
+// no NaN priority reaches the shard (which keeps the initial priorities 1).
+TEST(DqnLearnerTest, NonFiniteGradientsSkipTheStepAndSendNoPriorities) {
+  at::set_num_threads(1);
+  testing::CartPoleReplay replay(64, /*seed=*/0, /*nan_observations=*/64);
+  DqnLearnerOptions o = Options(replay.endpoint());
+  o.publish_interval = 0;
+  DqnLearner learner(CartPoleSpec(), o, std::make_shared<Communicator>());
+  const at::Tensor before = learner.model().LocalShard().clone();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(learner.Update());
+  const LearnerMetrics m = learner.TakeMetrics();
+  EXPECT_EQ(m.updates, 5);
+  EXPECT_EQ(m.nonfinite_skipped, 5);
+  EXPECT_EQ(m.grad_norm, 0);  // no applied update in the interval
+  EXPECT_EQ(learner.model().optimizer().step(), 0);
+  EXPECT_TRUE(at::equal(before, learner.model().LocalShard()));
+  const replay::TableInfo info = replay.service().table().Info();
+  EXPECT_EQ(info.priorities.total, 64);
+  EXPECT_EQ(info.priorities.sum, 64.0);
 }
 
 // The same on cuda:0 (skipped without a GPU): batches go through pinned

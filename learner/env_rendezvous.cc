@@ -49,6 +49,9 @@ RendezvousOptions RendezvousOptionsFromEnv(const EnvGetter& getenv, RendezvousOp
   if (auto local = ReadFirstInt(getenv, {"LOCAL_RANK", "SLURM_LOCALID"}, 0, kMaxInt)) {
     o.local_rank = static_cast<int>(*local);
   }
+  if (auto local_world = ReadInt(getenv, "LOCAL_WORLD_SIZE", 1, kMaxInt)) {
+    o.local_world_size = static_cast<int>(*local_world);
+  }
   o.Validate();
   return o;
 }

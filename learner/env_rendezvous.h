@@ -16,7 +16,8 @@ namespace rlswarm::learner {
 using EnvGetter = std::function<std::optional<std::string>(const char* name)>;
 
 // Starts from `defaults` and overrides from:
-//   MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK  (torchrun)
+//   MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK,
+//   LOCAL_WORLD_SIZE                                        (torchrun)
 //   SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID               (srun, when the
 //                                                            torchrun names are unset)
 // Throws InvalidArgument naming the variable when a value is not an integer

@@ -48,8 +48,10 @@ class FlatOptimizer {
   // tensors of the same size.
   FlatOptimizer(OptimizerOptions options, at::Tensor params, at::Tensor grads);
 
-  // One update (under no-grad).
-  void Step();
+  // One update (under no-grad). Returns the squared L2 norm of the update
+  // it applied to `params` (0-dim, double, on their device; padding
+  // contributes 0 when eps > 0), for the update-to-weight ratio.
+  at::Tensor Step();
 
   int64_t step() const { return step_; }
   // "exp_avg", "exp_avg_sq" (Adam) or "square_avg" (RMSprop), each the size
@@ -66,6 +68,12 @@ class FlatOptimizer {
   const OptimizerOptions& options() const { return options_; }
 
  private:
+  // Elements per chunk of Step() (1 M: 4 MB of float temporaries).
+  static constexpr int64_t kStepChunk = int64_t{1} << 20;
+  // One update of elements [offset, offset + len); returns its update's
+  // squared norm.
+  at::Tensor StepSlice(int64_t offset, int64_t len);
+
   OptimizerOptions options_;
   at::Tensor params_;
   at::Tensor grads_;

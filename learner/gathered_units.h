@@ -15,8 +15,12 @@
 //             ReduceScatterGrad(u): issues grad(full_u) --reduce-scatter-->
 //             asynchronously and frees data_u; backward goes on to unit u-1
 //             while the reduction runs
+//   hybrid:   each unit's reduced slice is all-reduced over the replica
+//             group (asynchronous), issued once its reduce-scatter is done:
+//             unit u+1's from ReduceScatterGrad(u), the rest in Step()
 //   step:     ShardRuntime::FinishGradients waits for every reduction,
-//             divides by N and adds the slice into shard_u.grad
+//             divides by the world size (N, or G x R for hybrid) and adds
+//             the slice into shard_u.grad
 // Writes always go through data_u, never through full_u or its views:
 // writing through those would bump the version counter autograd recorded and
 // backward would reject the saved views as "modified in place".
@@ -28,6 +32,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -40,7 +45,10 @@ namespace rlswarm::learner {
 // What every Forward() of one ShardedModel shares: kept alive by the
 // ShardedModel and by any autograd graph still referring to it.
 struct ShardRuntime {
-  std::shared_ptr<Communicator> comm;
+  std::shared_ptr<Communicator> comm;  // the shard group
+  // hybrid_shard: the replica group the reduced slices are all-reduced
+  // over; null otherwise.
+  std::shared_ptr<Communicator> replica;
   std::vector<UnitLayout> units;
   std::vector<at::Tensor> shards;  // one leaf per unit, master dtype
   ShardingOptions sharding;
@@ -51,15 +59,39 @@ struct ShardRuntime {
   struct PendingGradient {
     size_t unit = 0;
     PendingReduceScatter reduction;
+    // Once the reduce-scatter is done: this rank's slice of the shard
+    // group's sum and, on a 2-D mesh, its all-reduce over the replica group
+    // (in place).
+    at::Tensor slice;
+    PendingCollective replica_reduction;
   };
   std::vector<PendingGradient> pending_gradients;
+  // Reductions in flight at most; issuing one more first finishes the oldest.
+  static constexpr size_t kMaxPendingGradients = 2;
+
+  // Memory of units freed since (Free()), by size, for the next units to
+  // gather into: no buffer goes back to malloc between updates. Holds at
+  // most as many buffers as were gathered at once (prefetch depth + 2).
+  std::multimap<size_t, c10::DataPtr> spare_buffers;
 
   void TrackGathered(int64_t delta);
+  // A spare buffer of exactly `nbytes`, or an empty DataPtr.
+  c10::DataPtr TakeSpareBuffer(size_t nbytes);
+  // Gives a freed unit's memory to the spare buffers.
+  void KeepSpareBuffer(size_t nbytes, c10::DataPtr data);
+  int64_t spare_bytes = 0;  // held in spare_buffers
+  // Waits for p's reduce-scatter and, on a 2-D mesh, issues the all-reduce
+  // of its slice over the replica group; a no-op the second time. Every
+  // rank calls it for the units in the same order (issue order on the
+  // replica plane).
+  void StartReplicaReduction(PendingGradient& p);
   // Waits for every pending reduction (throws what PendingCollective::Wait
   // throws) and adds each averaged slice, in the master dtype, into its
   // shard's gradient. Must run before anything reads or zeroes the
   // gradients; a no-op when nothing is pending.
   void FinishGradients();
+  // Waits for the oldest pending reduction and adds its slice (as above).
+  void FinishOldestGradient();
 };
 
 class GatheredUnits : public std::enable_shared_from_this<GatheredUnits> {
@@ -79,7 +111,8 @@ class GatheredUnits : public std::enable_shared_from_this<GatheredUnits> {
   // Frees unit u's gathered storage in place (reshard).
   void Free(size_t u);
   // Runs from the hook on unit u's output: makes u's params present again
-  // and prefetches the units backward reaches next.
+  // and prefetches the units backward reaches next. Under shard_grad_op
+  // (params still gathered) it only opens the trace's backward span.
   void BeforeBackward(size_t u);
   // Issues the reduction of unit u's full gradient into the shard's
   // gradient (collective, asynchronous: ShardRuntime::FinishGradients
@@ -91,6 +124,9 @@ class GatheredUnits : public std::enable_shared_from_this<GatheredUnits> {
     at::Tensor data;  // writable alias; its StorageImpl is what gets freed
     PendingCollective pending;
     bool allocated = false;
+    // From BeforeBackward to the gradient's reduction: the unit's backward
+    // (trace_recorder.h; inactive unless tracing or in a CUDA build).
+    TraceSpan backward;
   };
 
   std::shared_ptr<ShardRuntime> runtime_;

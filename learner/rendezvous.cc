@@ -1,7 +1,9 @@
 #include "learner/rendezvous.h"
 
+#include <string>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <vector>
 
 #include "common/errors.h"
 #include "learner/collective_errors.h"
@@ -15,6 +17,7 @@ void RendezvousOptions::Validate() const {
                           std::to_string(world_size) + ")");
   }
   if (local_rank < 0) throw InvalidArgument("rendezvous: local_rank must be >= 0");
+  if (local_world_size < 0) throw InvalidArgument("rendezvous: local_world_size must be >= 0");
   if (timeout.count() <= 0) throw InvalidArgument("rendezvous: timeout must be > 0");
   if (master_addr.empty()) throw InvalidArgument("rendezvous: master_addr is empty");
   if (master_port == 0 && !(host_store && rank == 0)) {
@@ -62,6 +65,9 @@ ProcessGroupHandle Rendezvous(const RendezvousOptions& options) {
   handle.rank = options.rank;
   handle.world_size = options.world_size;
   handle.timeout = options.timeout;
+  handle.backend = options.backend;
+  handle.gloo_hostname = options.gloo_hostname;
+  handle.local_rank = options.local_rank;
   const std::string where = options.master_addr + ":" + std::to_string(options.master_port);
   const std::string what = "rank " + std::to_string(options.rank) + "/" +
                            std::to_string(options.world_size) + " rendezvous at " + where;
@@ -96,6 +102,61 @@ ProcessGroupHandle Rendezvous(const RendezvousOptions& options) {
     ThrowCollectiveError(what + " (waiting for all ranks to join)", e, options.timeout);
   }
   return handle;
+}
+
+namespace {
+
+// One plane of the mesh: `ranks` (world ranks, ascending) as a group of the
+// world's backend under `prefix`; this rank is ranks[sub_rank].
+std::shared_ptr<Communicator> MakeSubplane(const ProcessGroupHandle& world,
+                                           const std::string& prefix,
+                                           const std::vector<int>& ranks) {
+  int sub_rank = 0;
+  while (ranks[sub_rank] != world.rank) ++sub_rank;
+  const int size = static_cast<int>(ranks.size());
+  const std::string what = "rank " + std::to_string(world.rank) + "/" +
+                           std::to_string(world.world_size) + " joining " + prefix + " (" +
+                           std::to_string(size) + " ranks)";
+  try {
+    GroupPtr control =
+        MakeGlooGroup(c10::make_intrusive<c10d::PrefixStore>(prefix + "/gloo", world.store),
+                      sub_rank, size, world.timeout, world.gloo_hostname);
+    GroupPtr group = control;
+    if (world.backend == Backend::kNccl) {
+      std::vector<int64_t> global(ranks.begin(), ranks.end());
+      group = MakeNcclGroup(c10::make_intrusive<c10d::PrefixStore>(prefix + "/nccl", world.store),
+                            sub_rank, size, world.timeout, world.local_rank, global);
+    }
+    return std::make_shared<Communicator>(group, sub_rank, size, world.timeout, control);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    ThrowCollectiveError(what, e, world.timeout);
+  }
+}
+
+}  // namespace
+
+ShardMesh MakeShardMesh(const ProcessGroupHandle& world, int shard_group_size) {
+  const int g = shard_group_size;
+  CheckShardGroupSize(world.world_size, g);
+  ShardMesh mesh = ShardMesh::OneDim(world.MakeCommunicator());
+  if (g == world.world_size) return mesh;
+  // Every rank builds its shard group first, then its replica group: shard
+  // groups are disjoint and complete on their own, so no rank waits for one
+  // that is still waiting for it.
+  const std::string prefix = "hybrid" + std::to_string(g) + "/";
+  if (g == 1) {
+    mesh.shard = std::make_shared<Communicator>();
+    mesh.replica = mesh.world;  // every rank, in world order
+  } else {
+    mesh.shard = MakeSubplane(world, prefix + "shard" + std::to_string(world.rank / g),
+                              ShardGroupRanks(world.rank, world.world_size, g));
+    mesh.replica = MakeSubplane(world, prefix + "replica" + std::to_string(world.rank % g),
+                                ReplicaGroupRanks(world.rank, world.world_size, g));
+  }
+  mesh.Validate();
+  return mesh;
 }
 
 }  // namespace rlswarm::learner

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "learner/communicator.h"
+#include "learner/shard_mesh.h"
 #include "learner/torch_adapter.h"
 
 namespace rlswarm::learner {
@@ -28,6 +29,9 @@ struct RendezvousOptions {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;  // which accelerator a CUDA rank uses: cuda:local_rank
+  // Ranks on this node (torchrun's LOCAL_WORLD_SIZE); 0 = not known. The
+  // default shard group size of hybrid_shard (shard_mesh.h).
+  int local_world_size = 0;
   // Bounds the store connection, the wait for all ranks, and every collective.
   std::chrono::milliseconds timeout{10000};
   // Rank 0 hosts the TCPStore unless a launcher (or a test harness) already
@@ -56,10 +60,29 @@ struct ProcessGroupHandle {
   int world_size = 1;
   uint16_t store_port = 0;  // the port actually bound/connected
   std::chrono::milliseconds timeout{0};
+  // How the groups were made, for the subgroups of MakeShardMesh.
+  Backend backend = Backend::kGloo;
+  std::string gloo_hostname;
+  int local_rank = 0;
 
   // A Communicator over both planes.
   std::shared_ptr<Communicator> MakeCommunicator() const;
 };
+
+// The 2-D mesh of hybrid_shard over `world` (shard_mesh.h): this rank's shard
+// group of `shard_group_size` consecutive ranks and its replica group, each a
+// new group of the world's backend (NCCL subgroups come with a Gloo control
+// group each) on the world's store under its own key prefix
+// ("hybrid<G>/shard<g>", "hybrid<G>/replica<s>"), so a rank builds only the
+// two groups it belongs to, and meshes of different sizes can coexist.
+// G = 1 needs no shard group (a group-less world-1 Communicator) and reuses
+// the world as its replica group; G = W is the 1-D mesh and builds nothing.
+// Collective over the world: every rank calls it with the same G, after
+// Rendezvous. Blocks until both groups have all their ranks or the world's
+// timeout passes. Throws InvalidArgument (before building anything) when G
+// does not divide the world size; DeadlineExceeded / Unavailable as
+// Rendezvous does.
+ShardMesh MakeShardMesh(const ProcessGroupHandle& world, int shard_group_size);
 
 // Connects to (or hosts) the store and builds the process group. Blocks until
 // all world_size ranks have joined or options.timeout passes. Throws

@@ -23,12 +23,16 @@ TEST(EnvRendezvousTest, ReadsTorchrunVariables) {
                                                           {"MASTER_PORT", "29555"},
                                                           {"RANK", "3"},
                                                           {"WORLD_SIZE", "4"},
-                                                          {"LOCAL_RANK", "1"}}));
+                                                          {"LOCAL_RANK", "1"},
+                                                          {"LOCAL_WORLD_SIZE", "2"}}));
   EXPECT_EQ(o.master_addr, "10.0.0.2");
   EXPECT_EQ(o.master_port, 29555);
   EXPECT_EQ(o.rank, 3);
   EXPECT_EQ(o.world_size, 4);
   EXPECT_EQ(o.local_rank, 1);
+  EXPECT_EQ(o.local_world_size, 2);  // hybrid_shard's default shard group
+  EXPECT_EQ(RendezvousOptionsFromEnv(FromMap({})).local_world_size, 0);  // not known
+  EXPECT_THROW(RendezvousOptionsFromEnv(FromMap({{"LOCAL_WORLD_SIZE", "0"}})), InvalidArgument);
 }
 
 TEST(EnvRendezvousTest, FallsBackToSlurmVariablesAndKeepsDefaults) {

@@ -9,35 +9,35 @@ ReplayFeed::ReplayFeed(replay::ReplaySampler& sampler, const BatchStager& stager
 
 ReplayFeed::~ReplayFeed() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;  // the worker finishes what is queued first
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   worker_.join();
 }
 
 void ReplayFeed::Run() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
-    cv_.wait(lock, [this] { return !tasks_.empty() || stop_; });
+    cv_.Wait(lock, [this]() RLSWARM_REQUIRES(mu_) { return !tasks_.empty() || stop_; });
     if (tasks_.empty()) return;
     std::function<void()> task = std::move(tasks_.front());
     tasks_.pop_front();
     busy_ = true;
-    lock.unlock();
+    lock.Unlock();
     task();  // tasks catch their own errors
-    lock.lock();
+    lock.Lock();
     busy_ = false;
-    cv_.notify_all();  // Drain
+    cv_.NotifyAll();  // Drain
   }
 }
 
 void ReplayFeed::Post(std::function<void()> task) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     tasks_.push_back(std::move(task));
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 std::future<StagedBatch> ReplayFeed::Prefetch(int64_t size) {
@@ -54,7 +54,7 @@ void ReplayFeed::SendPriorities(std::vector<uint64_t> keys, std::vector<double> 
     try {
       sampler_.UpdatePriorities(keys, priorities);
     } catch (...) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (!priority_error_) priority_error_ = std::current_exception();
     }
   });
@@ -62,8 +62,8 @@ void ReplayFeed::SendPriorities(std::vector<uint64_t> keys, std::vector<double> 
 
 void ReplayFeed::Drain() {
   {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return tasks_.empty() && !busy_; });
+    MutexLock lock(mu_);
+    cv_.Wait(lock, [this]() RLSWARM_REQUIRES(mu_) { return tasks_.empty() && !busy_; });
   }
   RethrowPriorityError();
 }
@@ -71,7 +71,7 @@ void ReplayFeed::Drain() {
 void ReplayFeed::RethrowPriorityError() {
   std::exception_ptr error;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::swap(error, priority_error_);
   }
   if (error) std::rethrow_exception(error);

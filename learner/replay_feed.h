@@ -18,16 +18,15 @@
 // Thread-safety: one training thread calls the public methods; the worker is
 // internal and joined in the destructor, after the tasks already queued.
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
 #include <future>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "common/thread_annotations.h"
 #include "learner/device_copies.h"
 #include "replay/service/replay_sampler.h"
 
@@ -58,13 +57,13 @@ class ReplayFeed {
 
   replay::ReplaySampler& sampler_;
   const BatchStager& stager_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;  // guarded by mu_
-  bool busy_ = false;                        // guarded by mu_
-  bool stop_ = false;                        // guarded by mu_
-  std::exception_ptr priority_error_;        // guarded by mu_
-  std::thread worker_;                       // last: starts after the rest
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<std::function<void()>> tasks_ RLSWARM_GUARDED_BY(mu_);
+  bool busy_ RLSWARM_GUARDED_BY(mu_) = false;
+  bool stop_ RLSWARM_GUARDED_BY(mu_) = false;
+  std::exception_ptr priority_error_ RLSWARM_GUARDED_BY(mu_);
+  std::thread worker_;  // last: starts after the rest
 };
 
 }  // namespace rlswarm::learner

@@ -38,6 +38,30 @@ std::vector<UnitLayout> MakeUnitLayouts(const models::ModelSpec& spec,
   return units;
 }
 
+std::vector<int> WrapBySize(const models::ModelSpec& spec, int64_t min_params) {
+  if (min_params <= 0) return std::vector<int>(spec.layers.size(), 1);
+  std::vector<int> sizes;
+  int layers = 0;
+  int64_t held = 0;
+  for (const models::LayerSpec& layer : spec.layers) {
+    ++layers;
+    held += layer.Numel();
+    if (held >= min_params) {
+      sizes.push_back(layers);
+      layers = 0;
+      held = 0;
+    }
+  }
+  if (layers > 0) {
+    if (sizes.empty()) {
+      sizes.push_back(layers);
+    } else {
+      sizes.back() += layers;
+    }
+  }
+  return sizes;
+}
+
 int64_t LocalNumel(const std::vector<UnitLayout>& units) {
   int64_t n = 0;
   for (const UnitLayout& u : units) n += u.shard_numel;

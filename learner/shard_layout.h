@@ -45,6 +45,25 @@ struct UnitLayout {
 std::vector<UnitLayout> MakeUnitLayouts(const models::ModelSpec& spec,
                                         const std::vector<int>& layers_per_unit, int shard_count);
 
+// Size-based wrapping (torch FSDP's size_based_auto_wrap_policy, on a flat
+// list of layers): walks the layers in order and closes a unit as soon as it
+// holds >= min_params parameters; a tail that stays under min_params joins
+// the unit before it. Returns layers per unit (for MakeUnitLayouts).
+//
+// The root: FSDP2's fully_shard(model) puts every parameter no child unit
+// took (embedding, final norm, head: both ends) into one root group,
+// gathered before the forward starts and kept until the backward. A unit
+// here is a contiguous run of layers (one flat buffer, gathered when its
+// first layer runs), so the two ends cannot share one without holding the
+// head's parameters through the whole forward. Each end joins its
+// neighbour instead: the embedding starts the first unit, and the head
+// (with the final norm and whatever blocks are left) ends the last. So no
+// unit but the whole model (when it is under min_params) is smaller than
+// min_params: small ends never cost an all-gather and a reduce-scatter of
+// their own, whose latency, not bytes, dominates at this size.
+// min_params <= 0: one unit per layer.
+std::vector<int> WrapBySize(const models::ModelSpec& spec, int64_t min_params);
+
 // Sum of shard_numel over units: the length of a rank's flat buffer.
 int64_t LocalNumel(const std::vector<UnitLayout>& units);
 

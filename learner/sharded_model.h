@@ -15,6 +15,11 @@
 // local buffer (no copy, no collective), so a 1-rank model costs what plain
 // LibTorch costs.
 //
+// hybrid_shard runs on a 2-D ShardMesh (shard_mesh.h): everything above
+// happens within the rank's shard group of G ranks (N = G), and each unit's
+// reduce-scattered gradient shard is then all-reduced over the replica
+// group, so the R = W / G replicas of a shard stay identical.
+//
 // Collective contract: Forward() (sharded strategies), backward through its
 // output, Step(), FullParameters() are collectives: every rank must call them
 // in the same order with the same models. A rank that died or stalls makes
@@ -30,15 +35,36 @@
 #include <memory>
 #include <vector>
 
+#include "learner/activation_checkpoint.h"
 #include "learner/communicator.h"
 #include "learner/flat_optimizer.h"
 #include "learner/shard_layout.h"
+#include "learner/shard_mesh.h"
 #include "learner/sharding_options.h"
 #include "models/model_spec.h"
 
 namespace rlswarm::learner {
 
 struct ShardRuntime;
+
+// What Step() found, global over all ranks' shards (every rank holds the
+// same values): the training-health metrics of an update.
+struct StepHealth {
+  // L2 norm of the whole model's gradient before clipping, as
+  // torch::nn::utils::clip_grad_norm_ returns it; NaN or Inf when a rank's
+  // gradient shard held a non-finite value.
+  double grad_norm = 0;
+  // The last Step() skipped the optimizer step: a rank's gradient shard held
+  // NaN or Inf. Parameters and optimizer state are then unchanged.
+  bool skipped = false;
+  int64_t skipped_steps = 0;  // Step() calls skipped since construction
+  // ||theta_after - theta_before|| / ||theta_before|| of optimizer step
+  // number update_to_weight_step (FlatOptimizer::step()); 0 while none is
+  // known. It lags one Step(): the update's squared norm rides in the next
+  // Step()'s all-reduce, so an update costs one collective, not two.
+  double update_to_weight = 0;
+  int64_t update_to_weight_step = 0;
+};
 
 struct ShardedModelOptions {
   ShardingOptions sharding;
@@ -63,9 +89,12 @@ struct StateBytes {
 class ShardedModel {
  public:
   // Initialises every unit from options.seed and keeps this rank's shards.
-  // Local: issues no collective.
+  // Local: issues no collective. `comm` spans every rank (the 1-D mesh).
   ShardedModel(models::ModelSpec spec, ShardedModelOptions options,
                std::shared_ptr<Communicator> comm);
+  // On `mesh`; a 2-D mesh needs ShardingStrategy::kHybridShard (throws
+  // InvalidArgument otherwise, or when the mesh does not validate).
+  ShardedModel(models::ModelSpec spec, ShardedModelOptions options, ShardMesh mesh);
   ~ShardedModel();
   ShardedModel(const ShardedModel&) = delete;
   ShardedModel& operator=(const ShardedModel&) = delete;
@@ -77,13 +106,21 @@ class ShardedModel {
   at::Tensor Forward(const at::Tensor& input);
 
   void ZeroGrad();
-  // no_shard: all-reduces gradients; then clips by the global norm
-  // (one all-reduce of a scalar when sharded) and steps the optimizer on the
+  // no_shard: all-reduces gradients. Then one all-reduce of four doubles
+  // (sharded strategies; none on the direct path, where every rank holds the
+  // whole gradient): this shard's squared gradient norm, squared weight
+  // norm, a non-finite flag and the previous update's squared norm. If any
+  // rank's gradient is non-finite every rank skips the optimizer step;
+  // otherwise it clips by the global norm and steps the optimizer on the
   // local shard. Collective. Throws FailedPrecondition if not trainable.
+  // hybrid_shard: the all-reduce runs over the shard group only (the
+  // replicas hold identical shards, so the group's sums are the global ones
+  // and counting the replicas would multiply them by R).
   void Step();
-  // Global gradient norm seen by the last Step() (before clipping); 0 if
-  // clipping is off.
-  double last_grad_norm() const { return last_grad_norm_; }
+  // What the last Step() found (see StepHealth).
+  const StepHealth& health() const { return health_; }
+  // Global gradient norm seen by the last Step() (before clipping).
+  double last_grad_norm() const { return health_.grad_norm; }
 
   // Gathers the full parameters, named as models::ParameterNames, in the
   // master dtype. Collective; every rank gets the full set.
@@ -91,6 +128,13 @@ class ShardedModel {
   // Takes this rank's slices of full parameters (e.g. from an unsharded
   // checkpoint). Local. Throws InvalidArgument on missing names or shapes.
   void LoadFullParameters(const models::NamedTensors& named);
+
+  // Which slice of each unit this rank holds (its rank in the shard group;
+  // 0 on the direct path), and of how many. Under hybrid_shard ranks r and
+  // r + G hold the same shard, so checkpoints and published parts take
+  // shard s from world rank s (the first shard group).
+  int shard_index() const { return direct_ ? 0 : shard_comm_->rank(); }
+  int shard_count() const { return direct_ ? 1 : shard_comm_->world_size(); }
 
   // This rank's shards of all units, concatenated in unit order (master
   // dtype, padding included and zero), and their gradient. For checkpoints:
@@ -119,9 +163,18 @@ class ShardedModel {
   // reduced comes on top (LargestUnitBytes()).
   int64_t PeakGatheredBytes() const;
   int64_t LargestUnitBytes() const;
+  // Memory of freed gathered units kept for the next units to gather into
+  // (gathered_units.h: spare buffers), at most the peak gathered at once.
+  int64_t SpareGatheredBytes() const;
   void ResetPeak();
-  const CommStats& comm_stats() const { return comm_->stats(); }
+  // The training collectives' counts, bytes and times: on a 2-D mesh the sum
+  // over the world, shard and replica planes.
+  const CommStats& comm_stats() const;
+  void ResetCommStats();
+  // Every rank (global rank and world size): the control plane, checkpoints.
   Communicator& communicator() { return *comm_; }
+  // The planes this model runs on (a 1-D mesh unless hybrid_shard).
+  ShardMesh mesh() const { return {comm_, shard_comm_, replica_comm_}; }
 
   const models::ModelSpec& spec() const { return spec_; }
   const ShardedModelOptions& options() const { return options_; }
@@ -131,12 +184,17 @@ class ShardedModel {
  private:
   at::Tensor ForwardDirect(at::Tensor x);
   at::Tensor ForwardSharded(at::Tensor x);
+  // Unit u's forward on (input, params): params = {gathered flat buffer}
+  // when sharded, else the unit's per-parameter leaves (direct path).
+  UnitForward UnitRun(size_t u, bool sharded) const;
   void AllReduceGradients();
-  void ClipGradients();
 
   models::ModelSpec spec_;
   ShardedModelOptions options_;
-  std::shared_ptr<Communicator> comm_;
+  std::shared_ptr<Communicator> comm_;          // the world
+  std::shared_ptr<Communicator> shard_comm_;    // comm_ on a 1-D mesh
+  std::shared_ptr<Communicator> replica_comm_;  // null on a 1-D mesh
+  mutable CommStats mesh_stats_;                // comm_stats() on a 2-D mesh
   bool direct_ = false;
   std::shared_ptr<ShardRuntime> runtime_;
   at::Tensor local_flat_;  // master dtype, LocalNumel(layouts)
@@ -145,7 +203,13 @@ class ShardedModel {
   // is the matching view of local_grad_ (autograd accumulates in place).
   std::vector<std::vector<at::Tensor>> layer_params_;
   std::unique_ptr<FlatOptimizer> optimizer_;
-  double last_grad_norm_ = 0;
+  StepHealth health_;
+  // The last applied update's local squared norm (a 0-dim double tensor on
+  // the device), reduced by the next Step(); undefined when the last Step()
+  // applied none.
+  at::Tensor pending_update_sq_;
+  double pending_weight_sq_ = 0;  // global ||theta_before||^2 of that update
+  int64_t pending_step_ = 0;      // its optimizer step number
 };
 
 }  // namespace rlswarm::learner

@@ -4,12 +4,8 @@
 // results against 1-process plain LibTorch training.
 
 #include <ATen/ATen.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -24,6 +20,7 @@ namespace rlswarm::learner {
 namespace {
 
 namespace th = ::rlswarm::learner::testing;
+using th::MaxAbsDiff;
 
 std::string MakeTempDir() {
   char tmpl[] = "/tmp/learner_test_XXXXXX";
@@ -31,46 +28,19 @@ std::string MakeTempDir() {
   return dir == nullptr ? "/tmp" : dir;
 }
 
-// Runs the equivalence scenario once per world size and binary. ctest runs
-// every TEST in its own process (gtest_discover_tests), so the results are
-// cached in a directory keyed by this executable's identity (inode, size,
-// mtime): the first test process trains, holding an flock; the others block
-// on that lock, then read. A rebuilt binary gets a new directory.
+// Runs the equivalence scenario once per world size and binary (ctest runs
+// every TEST in its own process; th::RunWorkersOnce caches the results).
 const std::string& EquivalenceDir(int world_size) {
   static std::map<int, std::string> dirs;
   auto it = dirs.find(world_size);
   if (it != dirs.end()) return it->second;
-  struct stat st {};
-  stat("/proc/self/exe", &st);
-  const std::string dir = "/tmp/rlswarm_learner_tests_" + std::to_string(getuid()) + "_" +
-                          std::to_string(st.st_ino) + "_" + std::to_string(st.st_size) + "_" +
-                          std::to_string(st.st_mtim.tv_sec) + "_world" + std::to_string(world_size);
-  mkdir(dir.c_str(), 0700);
-  const int lock = open((dir + "/lock").c_str(), O_CREAT | O_RDWR, 0600);
-  flock(lock, LOCK_EX);  // blocks while another test process trains
-  const std::string done = dir + "/exit_codes.txt";
-  if (th::ReadText(done).empty()) {
-    std::vector<th::WorkerExit> exits =
-        th::RunWorkers("equivalence", world_size, dir, std::chrono::seconds(60));
-    std::ofstream out(done);
-    for (const th::WorkerExit& e : exits) out << e.exit_code << " ";
-  }
-  flock(lock, LOCK_UN);
-  close(lock);
-  std::ifstream codes(done);
-  int code = 0;
-  for (int r = 0; codes >> code; ++r) {
-    EXPECT_EQ(code, 0) << "rank " << r << ": "
-                       << th::ReadText(dir + "/rank" + std::to_string(r) + ".err");
+  const std::string dir = th::RunWorkersOnce("equivalence", world_size, std::chrono::seconds(60));
+  const std::vector<int> codes = th::ExitCodes(dir);
+  for (size_t r = 0; r < codes.size(); ++r) {
+    EXPECT_EQ(codes[r], 0) << "rank " << r << ": "
+                           << th::ReadText(dir + "/rank" + std::to_string(r) + ".err");
   }
   return dirs.emplace(world_size, dir).first->second;
-}
-
-double MaxAbsDiff(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size() || a.empty()) return INFINITY;
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
 }
 
 const th::TrainCase& Case(const std::string& name) {
@@ -105,11 +75,15 @@ TEST_P(ShardedTrainingTest, ShardGradOpMatchesPlainAdam) {
 
 TEST_P(ShardedTrainingTest, NoShardMatchesPlainAdam) { EXPECT_LT(Diff("no_shard"), 1e-10); }
 
+// Depth 0, 1 and 2 (full_shard runs at the default, 2): prefetching only
+// moves when an all-gather is issued, never what is computed.
 TEST_P(ShardedTrainingTest, PrefetchDepthDoesNotChangeResults) {
+  ASSERT_EQ(Case("full_shard").options.sharding.num_to_forward_prefetch, 2);
+  ASSERT_EQ(Case("full_shard").options.sharding.num_to_backward_prefetch, 2);
   const std::string dir = EquivalenceDir(GetParam());
   std::vector<double> base = th::ReadDoubles(dir + "/full_shard.bin");
   EXPECT_EQ(MaxAbsDiff(base, th::ReadDoubles(dir + "/full_shard_no_prefetch.bin")), 0);
-  EXPECT_EQ(MaxAbsDiff(base, th::ReadDoubles(dir + "/full_shard_prefetch_2.bin")), 0);
+  EXPECT_EQ(MaxAbsDiff(base, th::ReadDoubles(dir + "/full_shard_prefetch_1.bin")), 0);
 }
 
 TEST_P(ShardedTrainingTest, AllReduceScatterFallbackMatchesPlain) {
@@ -118,6 +92,25 @@ TEST_P(ShardedTrainingTest, AllReduceScatterFallbackMatchesPlain) {
 
 TEST_P(ShardedTrainingTest, MultiLayerUnitsMatchPlain) {
   EXPECT_LT(Diff("full_shard_wrap_2_1"), 1e-10);
+}
+
+// Number of units rank 0 trained `name` with (see worker.cc).
+int64_t Units(const std::string& dir, const std::string& name) {
+  std::ifstream f(dir + "/" + name + ".rank0.txt");
+  int64_t local = 0, unsharded = 0, units = -1;
+  f >> local >> unsharded >> units;
+  return units;
+}
+
+// learner.wrap_min_params on the residual networks (pre-LayerNorm MLP
+// blocks, IMPALA conv blocks with pools): units formed by size, uneven and
+// padded, train as one process does.
+TEST_P(ShardedTrainingTest, UnitsWrappedByMinParamsMatchPlain) {
+  EXPECT_LT(Diff("residual_mlp_wrap_min_params"), 1e-10);
+  EXPECT_LT(Diff("residual_conv_wrap_min_params"), 1e-10);
+  const std::string dir = EquivalenceDir(GetParam());
+  EXPECT_EQ(Units(dir, "residual_mlp_wrap_min_params"), 2);   // embed+block0, block1..head
+  EXPECT_EQ(Units(dir, "residual_conv_wrap_min_params"), 3);  // stage0, stage1, fc+head
 }
 
 TEST_P(ShardedTrainingTest, GlobalNormClippingMatchesTorchClipGradNorm) {
@@ -181,14 +174,20 @@ int64_t PeakGathered(const std::string& dir, const std::string& name) {
 
 TEST_P(ShardedTrainingTest, ReshardAfterForwardHoldsFewerGatheredBytesThanShardGradOp) {
   const std::string dir = EquivalenceDir(GetParam());
-  const int64_t full_shard = PeakGathered(dir, "full_shard");
+  const int64_t full_shard = PeakGathered(dir, "full_shard");  // depth 2
+  const int64_t prefetch_1 = PeakGathered(dir, "full_shard_prefetch_1");
   const int64_t shard_grad_op = PeakGathered(dir, "shard_grad_op");
   const int64_t no_prefetch = PeakGathered(dir, "full_shard_no_prefetch");
   ASSERT_GT(no_prefetch, 0);
   // shard_grad_op keeps every unit gathered until its backward; full_shard
-  // frees each one after its forward (prefetch adds the next unit's buffer).
-  EXPECT_LT(full_shard, shard_grad_op);
-  EXPECT_LE(no_prefetch, full_shard);
+  // frees each one after its forward, and each unit prefetched adds one
+  // more unit's buffer. At depth 2 this 3-unit MLP has all of its units
+  // gathered at once during the first forward, as shard_grad_op has, so the
+  // strict comparison is at depth 1.
+  EXPECT_LT(prefetch_1, shard_grad_op);
+  EXPECT_LE(no_prefetch, prefetch_1);
+  EXPECT_LE(prefetch_1, full_shard);
+  EXPECT_LE(full_shard, shard_grad_op);
   // shard_grad_op's peak is every unit's padded buffer (float64) at once.
   int64_t all_units = 0;
   for (const UnitLayout& u : MakeUnitLayouts(th::CaseSpec("mlp"), {}, GetParam())) {

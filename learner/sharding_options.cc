@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "common/errors.h"
+#include "learner/shard_layout.h"
 
 namespace rlswarm::learner {
 
@@ -14,6 +15,8 @@ std::string_view ShardingStrategyName(ShardingStrategy strategy) {
       return "shard_grad_op";
     case ShardingStrategy::kNoShard:
       return "no_shard";
+    case ShardingStrategy::kHybridShard:
+      return "hybrid_shard";
   }
   return "?";
 }
@@ -22,8 +25,9 @@ ShardingStrategy ParseShardingStrategy(std::string_view name) {
   if (name == "full_shard") return ShardingStrategy::kFullShard;
   if (name == "shard_grad_op") return ShardingStrategy::kShardGradOp;
   if (name == "no_shard") return ShardingStrategy::kNoShard;
+  if (name == "hybrid_shard") return ShardingStrategy::kHybridShard;
   throw InvalidArgument("unknown sharding strategy '" + std::string(name) +
-                        "' (full_shard, shard_grad_op, no_shard)");
+                        "' (full_shard, shard_grad_op, no_shard, hybrid_shard)");
 }
 
 std::string_view ReduceScatterImplName(ReduceScatterImpl impl) {
@@ -72,7 +76,17 @@ void ShardingOptions::Validate(int num_layers) const {
                             " but the model has " + std::to_string(num_layers) + " layers");
     }
   }
+  if (wrap_min_params < 0) throw InvalidArgument("sharding: wrap_min_params must be >= 0");
+  if (wrap_min_params > 0 && !layers_per_unit.empty()) {
+    throw InvalidArgument(
+        "sharding: layers_per_unit and wrap_min_params both choose the units; set one");
+  }
   mixed_precision.Validate();
+}
+
+std::vector<int> ShardingOptions::LayersPerUnit(const models::ModelSpec& spec) const {
+  if (wrap_min_params > 0) return WrapBySize(spec, wrap_min_params);
+  return layers_per_unit;
 }
 
 }  // namespace rlswarm::learner

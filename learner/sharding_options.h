@@ -6,11 +6,13 @@
 
 #include <c10/core/ScalarType.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "learner/communicator.h"
+#include "models/model_spec.h"
 
 namespace rlswarm::learner {
 
@@ -23,10 +25,22 @@ enum class ShardingStrategy {
   kShardGradOp,
   // Every rank holds everything; gradients are all-reduced (DDP like).
   kNoShard,
+  // FSDP's HYBRID_SHARD on a 2-D mesh (shard_mesh.h): kFullShard within each
+  // shard group of G consecutive ranks, replicated across the W / G groups;
+  // a unit's reduce-scattered gradient is then all-reduced over the replica
+  // group. On a 1-D mesh (one group of every rank) it is kFullShard.
+  kHybridShard,
 };
 
+// Whether a unit's gathered parameters are freed after its forward and
+// gathered again for its backward (full_shard and hybrid_shard).
+inline bool ReshardsAfterForward(ShardingStrategy strategy) {
+  return strategy == ShardingStrategy::kFullShard || strategy == ShardingStrategy::kHybridShard;
+}
+
 std::string_view ShardingStrategyName(ShardingStrategy strategy);
-// "full_shard", "shard_grad_op", "no_shard"; throws InvalidArgument otherwise.
+// "full_shard", "shard_grad_op", "no_shard", "hybrid_shard"; throws
+// InvalidArgument otherwise.
 ShardingStrategy ParseShardingStrategy(std::string_view name);
 
 std::string_view ReduceScatterImplName(ReduceScatterImpl impl);
@@ -53,9 +67,27 @@ struct ShardingOptions {
   // flat buffer and one all-gather / reduce-scatter). Empty: one unit per
   // layer. {3} for a 3-layer model: the whole model is one unit.
   std::vector<int> layers_per_unit;
-  // All-gathers issued ahead of the unit that needs them.
-  int num_to_forward_prefetch = 1;
-  int num_to_backward_prefetch = 1;
+  // Wrapping by size (torch FSDP's size_based_auto_wrap_policy): > 0 forms
+  // units greedily from consecutive layers until each holds >= this many
+  // parameters (WrapBySize in shard_layout.h: the embedding joins the first
+  // unit, a tail under the threshold the last one). 0 = off. Exclusive with
+  // layers_per_unit.
+  int64_t wrap_min_params = 0;
+  // All-gathers issued ahead of the unit that needs them (FSDP2's
+  // num_to_forward_prefetch / num_to_backward_prefetch). Two by default, so
+  // that a unit's all-gather has two units' compute to hide behind; each unit
+  // prefetched holds one more unit's gathered parameters (bench/README.md,
+  // learner_bench, measures time and peak memory per depth). Only when an
+  // all-gather is issued changes; results are bit-identical at any depth.
+  int num_to_forward_prefetch = 2;
+  int num_to_backward_prefetch = 2;
+  // Activation checkpointing per unit (learner.activation_checkpointing):
+  // each unit's forward keeps only its input, and its backward recomputes
+  // the unit's forward (re-gathering its parameters under full_shard, as
+  // backward does anyway) before backpropagating through it. One more
+  // forward per update for one unit's activations at a time instead of all
+  // (activation_checkpoint.h). Results are the same to float rounding.
+  bool activation_checkpointing = false;
   // kAuto: the backend's own reduce-scatter where it has one (NCCL, Gloo in
   // LibTorch 2.x), else all-to-all plus a local sum.
   ReduceScatterImpl reduce_scatter = ReduceScatterImpl::kAuto;
@@ -65,8 +97,14 @@ struct ShardingOptions {
   bool reduce_gradients = true;
 
   // Throws InvalidArgument: negative prefetch, layers_per_unit entries <= 0
-  // or not summing to num_layers, bad dtypes.
+  // or not summing to num_layers, a negative wrap_min_params or one set
+  // together with layers_per_unit, bad dtypes.
   void Validate(int num_layers) const;
+
+  // Consecutive layers per unit for `spec`, as MakeUnitLayouts takes them:
+  // layers_per_unit, or WrapBySize(spec, wrap_min_params), or empty (one
+  // unit per layer).
+  std::vector<int> LayersPerUnit(const models::ModelSpec& spec) const;
 };
 
 }  // namespace rlswarm::learner

@@ -51,10 +51,16 @@ GroupPtr MakeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, i
 }
 
 GroupPtr MakeNcclGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size,
-                       std::chrono::milliseconds timeout, int device_index) {
+                       std::chrono::milliseconds timeout, int device_index,
+                       const std::vector<int64_t>& global_ranks) {
 #ifdef RLSWARM_WITH_CUDA
   auto options = c10d::ProcessGroupNCCL::Options::create();
   options->timeout = timeout;
+#if TORCH_VERSION_MAJOR >= 2
+  options->global_ranks_in_group.assign(global_ranks.begin(), global_ranks.end());
+#else
+  (void)global_ranks;
+#endif
   auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, options);
 #if TORCH_VERSION_MAJOR >= 2
   // Binding the device lets NCCL create its communicator for that device
@@ -66,7 +72,7 @@ GroupPtr MakeNcclGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, i
 #endif
   return group;
 #else
-  (void)store, (void)rank, (void)world_size, (void)timeout, (void)device_index;
+  (void)store, (void)rank, (void)world_size, (void)timeout, (void)device_index, (void)global_ranks;
   throw InvalidArgument("NCCL needs a CUDA build of rlswarm (" + TorchBuildDescription() +
                         "): build with scripts/build.sh --torch=pypi");
 #endif
@@ -104,6 +110,19 @@ void ReleaseStorage(const at::Tensor& tensor) { tensor.storage().unsafeGetStorag
 void ReallocateStorage(const at::Tensor& tensor, size_t nbytes) {
   c10::StorageImpl* impl = tensor.storage().unsafeGetStorageImpl();
   impl->set_data_ptr_noswap(impl->allocator()->allocate(nbytes));
+  impl->set_nbytes(nbytes);
+}
+
+c10::DataPtr TakeStorage(const at::Tensor& tensor) {
+  c10::StorageImpl* impl = tensor.storage().unsafeGetStorageImpl();
+  c10::DataPtr data = impl->set_data_ptr(c10::DataPtr(nullptr, impl->device()));
+  impl->set_nbytes(0);
+  return data;
+}
+
+void AdoptStorage(const at::Tensor& tensor, c10::DataPtr data, size_t nbytes) {
+  c10::StorageImpl* impl = tensor.storage().unsafeGetStorageImpl();
+  impl->set_data_ptr_noswap(std::move(data));
   impl->set_nbytes(nbytes);
 }
 

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #if TORCH_VERSION_MAJOR >= 2
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -51,14 +52,22 @@ int CudaDeviceCount();
 
 // A Gloo group over `store` (CPU tensors). `hostname` is the address Gloo
 // binds and announces for its pair connections; empty = this host's name.
+// A subgroup is the same call over a c10d::PrefixStore of the world's store
+// with the rank and size within the group: Gloo's rendezvous only exchanges
+// the members' addresses under that prefix, so each rank builds only the
+// groups it is in.
 GroupPtr MakeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size,
                        std::chrono::milliseconds timeout, const std::string& hostname);
 // An NCCL group over `store` for tensors on cuda:`device_index`. Throws
 // InvalidArgument on a build without CUDA. NCCL communicators start lazily
 // (at the first collective), so success here does not prove that every rank
-// can run one.
+// can run one. A subgroup (hybrid_shard's planes) is the same construction
+// over a PrefixStore with the rank and size within the group; `global_ranks`
+// (the members' world ranks) then goes into the options where the release
+// has them (2.x), for NCCL's logs and flight recorder.
 GroupPtr MakeNcclGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size,
-                       std::chrono::milliseconds timeout, int device_index);
+                       std::chrono::milliseconds timeout, int device_index,
+                       const std::vector<int64_t>& global_ranks = {});
 
 // "gloo" or "nccl".
 std::string BackendName(const CollectiveGroup& group);
@@ -83,5 +92,14 @@ void ReleaseStorage(const at::Tensor& tensor);
 // Gives a released storage `nbytes` of fresh memory from its own allocator
 // (the CUDA caching allocator for a CUDA tensor).
 void ReallocateStorage(const at::Tensor& tensor, size_t nbytes);
+// ReleaseStorage that hands the memory to the caller instead of freeing it,
+// to give to another released storage with AdoptStorage: buffers that are
+// gathered and freed every update then never go back to malloc, whose heap
+// otherwise grows by about one buffer per re-allocation (posix_memalign
+// cannot reuse a freed hole of exactly its size).
+c10::DataPtr TakeStorage(const at::Tensor& tensor);
+// Puts `data` (`nbytes`, from TakeStorage of a tensor on the same device)
+// behind `tensor`'s storage, in place of what it holds.
+void AdoptStorage(const at::Tensor& tensor, c10::DataPtr data, size_t nbytes);
 
 }  // namespace rlswarm::learner

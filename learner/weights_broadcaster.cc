@@ -91,10 +91,10 @@ WeightsBroadcaster::WeightsBroadcaster(WeightsPublishingOptions options, Sharded
 WeightsBroadcaster::~WeightsBroadcaster() {
   if (!sender_.joinable()) return;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;  // the loop sends what is waiting first
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   sender_.join();
 }
 
@@ -129,31 +129,31 @@ void WeightsBroadcaster::Publish(uint64_t version) {
     }
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     waiting_ = std::move(job);  // replaces a version not yet sent: the newest wins
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void WeightsBroadcaster::Flush() {
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return !waiting_ && !sending_; });
+  MutexLock lock(mu_);
+  cv_.Wait(lock, [this]() RLSWARM_REQUIRES(mu_) { return !waiting_ && !sending_; });
 }
 
 int64_t WeightsBroadcaster::send_errors() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return send_errors_;
 }
 
 void WeightsBroadcaster::SendLoop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
-    cv_.wait(lock, [this] { return waiting_ || stop_; });
+    cv_.Wait(lock, [this]() RLSWARM_REQUIRES(mu_) { return waiting_ || stop_; });
     if (!waiting_) return;  // stopped with nothing left to send
     Job job = std::move(*waiting_);
     waiting_.reset();
     sending_ = true;
-    lock.unlock();
+    lock.Unlock();
     bool ok = true;
     try {
       Send(job);
@@ -161,10 +161,10 @@ void WeightsBroadcaster::SendLoop() {
       ok = false;
       spdlog::warn("weights version {} not published: {}", job.version, e.what());
     }
-    lock.lock();
+    lock.Lock();
     sending_ = false;
     if (!ok) ++send_errors_;
-    cv_.notify_all();  // Flush
+    cv_.NotifyAll();  // Flush
   }
 }
 

@@ -24,14 +24,13 @@
 // Not thread-safe: the training thread drives it (its sender thread is
 // internal and joined in the destructor, after the last version went out).
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "common/thread_annotations.h"
 #include "learner/device_copies.h"
 #include "learner/sharded_model.h"
 #include "rpc/broadcast.h"
@@ -94,13 +93,13 @@ class WeightsBroadcaster {
   void SendLoop();
   void Send(Job& job);
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::optional<Job> waiting_;  // guarded by mu_
-  bool sending_ = false;        // guarded by mu_
-  bool stop_ = false;           // guarded by mu_
-  int64_t send_errors_ = 0;     // guarded by mu_
-  std::thread sender_;          // last: starts after, joins before the rest
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::optional<Job> waiting_ RLSWARM_GUARDED_BY(mu_);
+  bool sending_ RLSWARM_GUARDED_BY(mu_) = false;
+  bool stop_ RLSWARM_GUARDED_BY(mu_) = false;
+  int64_t send_errors_ RLSWARM_GUARDED_BY(mu_) = 0;
+  std::thread sender_;  // last: starts after, joins before the rest
 };
 
 }  // namespace rlswarm::learner

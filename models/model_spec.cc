@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/errors.h"
+#include "common/random.h"
 
 namespace rlswarm::models {
 
@@ -49,13 +50,24 @@ void ModelSpec::Validate() const {
 }
 
 std::vector<at::Tensor> ParamViews(const LayerSpec& layer, const at::Tensor& flat) {
+  // One split rather than a narrow per parameter: autograd's backward of a
+  // split concatenates the parameters' gradients into one flat gradient,
+  // where a narrow per parameter zero-fills a full-size tensor for each of
+  // them and sums those (the sharded learner's gathered units backprop
+  // through these views).
+  std::vector<int64_t> sizes;
+  sizes.reserve(layer.params.size() + 1);
+  int64_t total = 0;
+  for (const ParamSpec& p : layer.params) {
+    sizes.push_back(p.Numel());
+    total += p.Numel();
+  }
+  if (total < flat.numel()) sizes.push_back(flat.numel() - total);  // the tail, unused
+  std::vector<at::Tensor> parts = at::split_with_sizes(flat, sizes);
   std::vector<at::Tensor> views;
   views.reserve(layer.params.size());
-  int64_t offset = 0;
-  for (const ParamSpec& p : layer.params) {
-    const int64_t n = p.Numel();
-    views.push_back(flat.narrow(0, offset, n).view(p.shape));
-    offset += n;
+  for (size_t i = 0; i < layer.params.size(); ++i) {
+    views.push_back(parts[i].view(layer.params[i].shape));
   }
   return views;
 }
@@ -64,12 +76,11 @@ at::Tensor InitParam(const ModelSpec& spec, size_t layer, size_t param, uint64_t
   const ParamSpec& p = spec.layers.at(layer).params.at(param);
   at::Tensor t = at::zeros(p.shape, at::kDouble);
   if (p.init == ParamInit::kZeros) return t;
+  if (p.init == ParamInit::kOnes) return t.fill_(1.0);
   // A splitmix-style mix so that neighbouring (layer, param) pairs get
   // unrelated streams.
-  uint64_t s = seed ^ (0x9E3779B97F4A7C15ULL * (layer * 1024 + param + 1));
-  s = (s ^ (s >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  s = (s ^ (s >> 27)) * 0x94D049BB133111EBULL;
-  s ^= s >> 31;
+  const uint64_t s =
+      SplitMix64Finalize(seed ^ (0x9E3779B97F4A7C15ULL * (layer * 1024 + param + 1)));
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(s);
   const double bound = 1.0 / std::sqrt(static_cast<double>(p.fan_in));
   t.uniform_(-bound, bound, gen);

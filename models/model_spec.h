@@ -30,6 +30,8 @@ enum class ParamInit {
   // same bound for biases), so a plain torch::nn baseline starts alike.
   kFanInUniform,
   kZeros,
+  // 1: LayerNorm's gain, as torch.nn.LayerNorm starts it (its bias: kZeros).
+  kOnes,
 };
 
 struct ParamSpec {

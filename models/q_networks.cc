@@ -9,18 +9,6 @@
 namespace rlswarm::models {
 namespace {
 
-LayerSpec LinearLayer(std::string name, int64_t in, int64_t out, bool relu) {
-  LayerSpec layer;
-  layer.name = std::move(name);
-  layer.params = {{"weight", {out, in}, in, ParamInit::kFanInUniform},
-                  {"bias", {out}, in, ParamInit::kFanInUniform}};
-  layer.forward = [relu](const at::Tensor& x, const std::vector<at::Tensor>& p) {
-    at::Tensor y = at::linear(x, p[0], p[1]);
-    return relu ? at::relu(y) : y;
-  };
-  return layer;
-}
-
 LayerSpec DuelingHead(int64_t in, int64_t num_actions) {
   LayerSpec layer;
   layer.name = "head";
@@ -38,11 +26,23 @@ LayerSpec DuelingHead(int64_t in, int64_t num_actions) {
   return layer;
 }
 
-LayerSpec Head(int64_t in, int64_t num_actions, bool dueling) {
-  return dueling ? DuelingHead(in, num_actions) : LinearLayer("head", in, num_actions, false);
+}  // namespace
+
+LayerSpec LinearLayer(std::string name, int64_t in, int64_t out, bool relu) {
+  LayerSpec layer;
+  layer.name = std::move(name);
+  layer.params = {{"weight", {out, in}, in, ParamInit::kFanInUniform},
+                  {"bias", {out}, in, ParamInit::kFanInUniform}};
+  layer.forward = [relu](const at::Tensor& x, const std::vector<at::Tensor>& p) {
+    at::Tensor y = at::linear(x, p[0], p[1]);
+    return relu ? at::relu(y) : y;
+  };
+  return layer;
 }
 
-}  // namespace
+LayerSpec HeadLayer(int64_t in, int64_t num_actions, bool dueling) {
+  return dueling ? DuelingHead(in, num_actions) : LinearLayer("head", in, num_actions, false);
+}
 
 void MlpOptions::Validate() const {
   if (input_dim <= 0) throw InvalidArgument("mlp: input_dim must be > 0");
@@ -70,7 +70,7 @@ ModelSpec MakeMlpSpec(const MlpOptions& options) {
     spec.layers.push_back(LinearLayer("fc" + std::to_string(i), in, options.hidden_sizes[i], true));
     in = options.hidden_sizes[i];
   }
-  spec.layers.push_back(Head(in, options.num_actions, options.dueling));
+  spec.layers.push_back(HeadLayer(in, options.num_actions, options.dueling));
   spec.Validate();
   return spec;
 }
@@ -104,7 +104,7 @@ ModelSpec MakeMinAtarSpec(const MinAtarOptions& options) {
   const int64_t side = options.grid - k + 1;
   const int64_t flat = options.conv_filters * side * side;
   spec.layers.push_back(LinearLayer("fc", flat, options.hidden, true));
-  spec.layers.push_back(Head(options.hidden, options.num_actions, options.dueling));
+  spec.layers.push_back(HeadLayer(options.hidden, options.num_actions, options.dueling));
   spec.Validate();
   return spec;
 }

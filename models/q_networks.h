@@ -8,6 +8,7 @@
 // Q = V + A - mean_a(A).
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "models/model_spec.h"
@@ -37,6 +38,13 @@ struct MinAtarOptions {
 
   void Validate() const;
 };
+
+// The layers both families (and residual_networks.h) are built from.
+// `name`: linear (+ ReLU); params "weight" [out, in], "bias" [out].
+LayerSpec LinearLayer(std::string name, int64_t in, int64_t out, bool relu);
+// "head": linear in -> num_actions, or the dueling head (params
+// "value_weight/bias", "advantage_weight/bias").
+LayerSpec HeadLayer(int64_t in, int64_t num_actions, bool dueling);
 
 // Layers "fc0", "fc1", ... (linear + ReLU), then "head" (linear, or dueling).
 ModelSpec MakeMlpSpec(const MlpOptions& options);

@@ -28,27 +28,27 @@ at::ScalarType FromWireDType(DType dtype) {
 
 }  // namespace
 
-std::vector<rpc::Payload> EncodeWeights(const NamedTensors& named, int shard, int num_shards) {
+std::vector<Payload> EncodeWeights(const NamedTensors& named, int shard, int num_shards) {
   nlohmann::json names = nlohmann::json::array();
   for (const auto& [name, tensor] : named) names.push_back(name);
   const nlohmann::json meta = {{"names", names}, {"shard", shard}, {"num_shards", num_shards}};
-  std::vector<rpc::Payload> payloads;
-  payloads.push_back(rpc::Payload::FromString(meta.dump()));
+  std::vector<Payload> payloads;
+  payloads.push_back(Payload::FromString(meta.dump()));
   for (const auto& [name, tensor] : named) {
     at::Tensor t = tensor.detach().to(at::kCPU);
     if (t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble) t = t.to(at::kFloat);
     t = t.contiguous();
     const auto* owner = new at::Tensor(t);  // the frame keeps the storage alive
-    payloads.push_back(rpc::Payload::Adopt(
-        ToWireDType(t.scalar_type()), t.sizes().vec(),
-        std::shared_ptr<const void>(
-            owner, [](const void* p) { delete static_cast<const at::Tensor*>(p); }),
-        t.data_ptr(), static_cast<std::size_t>(t.nbytes())));
+    payloads.push_back(
+        Payload::Adopt(ToWireDType(t.scalar_type()), t.sizes().vec(),
+                       std::shared_ptr<const void>(
+                           owner, [](const void* p) { delete static_cast<const at::Tensor*>(p); }),
+                       t.data_ptr(), static_cast<std::size_t>(t.nbytes())));
   }
   return payloads;
 }
 
-WeightsPart DecodeWeights(const std::vector<rpc::Payload>& payloads) {
+WeightsPart DecodeWeights(const std::vector<Payload>& payloads) {
   if (payloads.empty()) throw InvalidArgument("weights: empty blob");
   const nlohmann::json meta =
       nlohmann::json::parse(payloads[0].ToString(), nullptr, /*allow_exceptions=*/false);
@@ -71,9 +71,9 @@ WeightsPart DecodeWeights(const std::vector<rpc::Payload>& payloads) {
   }
   for (std::size_t i = 0; i < names.size(); ++i) {
     if (!names[i].is_string()) throw InvalidArgument("weights: names must be strings");
-    const rpc::Payload& p = payloads[i + 1];
+    const Payload& p = payloads[i + 1];
     const at::ScalarType type = FromWireDType(p.dtype());
-    auto owner = std::make_shared<rpc::Payload>(p);  // keeps the received frame alive
+    auto owner = std::make_shared<Payload>(p);  // keeps the received frame alive
     at::Tensor t = at::from_blob(
         const_cast<std::byte*>(p.bytes().data()), p.shape(),
         [owner](void*) mutable { owner.reset(); }, at::TensorOptions().dtype(type));

@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/payload.h"
 #include "models/model_spec.h"
-#include "rpc/payload.h"
 
 namespace rlswarm::models {
 
@@ -29,10 +29,9 @@ struct WeightsPart {
   int num_shards = 1;
 };
 
-std::vector<rpc::Payload> EncodeWeights(const NamedTensors& named, int shard = 0,
-                                        int num_shards = 1);
+std::vector<Payload> EncodeWeights(const NamedTensors& named, int shard = 0, int num_shards = 1);
 // Throws InvalidArgument on a malformed blob (names and frames disagree,
 // a dtype that is not floating point, bad shard numbers).
-WeightsPart DecodeWeights(const std::vector<rpc::Payload>& payloads);
+WeightsPart DecodeWeights(const std::vector<Payload>& payloads);
 
 }  // namespace rlswarm::models

@@ -23,15 +23,15 @@ TEST(WeightsWireTest, ParametersRoundTripIntoAnotherNetwork) {
 }
 
 TEST(WeightsWireTest, MalformedBlobsAreRejected) {
-  std::vector<rpc::Payload> payloads = EncodeWeights({{"w", at::ones({2, 2})}}, 1, 2);
+  std::vector<Payload> payloads = EncodeWeights({{"w", at::ones({2, 2})}}, 1, 2);
   EXPECT_EQ(DecodeWeights(payloads).shard, 1);
   payloads.pop_back();
   EXPECT_THROW(DecodeWeights(payloads), InvalidArgument);
-  std::vector<rpc::Payload> garbage = {rpc::Payload::FromString("{")};
+  std::vector<Payload> garbage = {Payload::FromString("{")};
   EXPECT_THROW(DecodeWeights(garbage), InvalidArgument);
-  std::vector<rpc::Payload> ints = {
-      rpc::Payload::FromString(R"({"names": ["x"], "shard": 0, "num_shards": 1})"),
-      rpc::Payload::FromVector(DType::kInt64, {1}, std::vector<std::int64_t>{1})};
+  std::vector<Payload> ints = {
+      Payload::FromString(R"({"names": ["x"], "shard": 0, "num_shards": 1})"),
+      Payload::FromVector(DType::kInt64, {1}, std::vector<std::int64_t>{1})};
   EXPECT_THROW(DecodeWeights(ints), InvalidArgument);
 }
 

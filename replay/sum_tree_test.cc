@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "replay/rng.h"
+#include "common/random.h"
 
 namespace rlswarm::replay {
 namespace {
@@ -27,8 +27,8 @@ TEST(SumTreeTest, ManyRandomUpdatesMatchABruteForceSum) {
   std::vector<double> leaves(kLeaves, 0.0);
   Rng rng(7);
   for (int i = 0; i < 100000; ++i) {
-    const auto leaf = static_cast<std::int64_t>(rng.UniformInt(kLeaves));
-    leaves[leaf] = rng.UniformDouble() * 10;
+    const auto leaf = static_cast<std::int64_t>(rng.Below(kLeaves));
+    leaves[leaf] = rng.Uniform01() * 10;
     tree.Set(leaf, leaves[leaf]);
   }
   double sum = 0;
@@ -73,12 +73,12 @@ TEST(SumTreeTest, DeferredBatchesMatchImmediateSets) {
   SumTree immediate(kLeaves);
   Rng rng(11);
   for (int round = 0; round < 200; ++round) {
-    const auto start = static_cast<std::int64_t>(rng.UniformInt(kLeaves));
-    const auto count = 1 + static_cast<std::int64_t>(rng.UniformInt(300));
+    const auto start = static_cast<std::int64_t>(rng.Below(kLeaves));
+    const auto count = 1 + static_cast<std::int64_t>(rng.Below(300));
     for (std::int64_t i = 0; i < count; ++i) {
       std::int64_t leaf = (start + i) % kLeaves;
-      if (round % 3 == 2) leaf = static_cast<std::int64_t>(rng.UniformInt(kLeaves));
-      const double weight = rng.UniformDouble() * 5;
+      if (round % 3 == 2) leaf = static_cast<std::int64_t>(rng.Below(kLeaves));
+      const double weight = rng.Uniform01() * 5;
       if (round % 3 == 1) {
         deferred.SetDeferred(leaf, 0.0);
         immediate.Set(leaf, 0.0);

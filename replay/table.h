@@ -39,16 +39,16 @@
 #include <string>
 #include <vector>
 
+#include "common/random.h"
+#include "common/thread_annotations.h"
 #include "replay/clock.h"
 #include "replay/item_store.h"
 #include "replay/rate_limiter.h"
 #include "replay/result.h"
-#include "replay/rng.h"
 #include "replay/selectors/interface.h"
 #include "replay/signature.h"
 #include "replay/stats.h"
 #include "replay/table_types.h"
-#include "replay/thread_annotations.h"
 
 namespace rlswarm::replay {
 

@@ -2,11 +2,10 @@
 // waiter queues behind them, Close() and Info().
 
 #include <algorithm>
-#include <condition_variable>
-#include <mutex>
 #include <string>
 
 #include "common/errors.h"
+#include "common/thread_annotations.h"
 #include "replay/table.h"
 #include "replay/table_internal.h"
 
@@ -21,32 +20,32 @@ class SyncSlot {
  public:
   void Set(Result<T> result) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       result_.emplace(std::move(result));
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   // True once set; false if `deadline` passed first.
   bool WaitUntil(Deadline deadline) {
-    std::unique_lock<std::mutex> lock(mu_);
-    const auto ready = [this] { return result_.has_value(); };
+    MutexLock lock(mu_);
+    const auto ready = [this]() RLSWARM_REQUIRES(mu_) { return result_.has_value(); };
     if (deadline == kNoDeadline) {
-      cv_.wait(lock, ready);
+      cv_.Wait(lock, ready);
       return true;
     }
-    return cv_.wait_until(lock, deadline, ready);
+    return cv_.WaitUntil(lock, deadline, ready);
   }
   // Waits for the result and returns its value or throws its error.
   T Take() {
     WaitUntil(kNoDeadline);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return std::move(result_->value());
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::optional<Result<T>> result_;
+  Mutex mu_;
+  CondVar cv_;
+  std::optional<Result<T>> result_ RLSWARM_GUARDED_BY(mu_);
 };
 
 template <class T, class Callback>

@@ -2,14 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <mutex>
 #include <thread>
 #include <zmq.hpp>
 
 #include "common/errors.h"
+#include "common/thread_annotations.h"
 #include "rpc/client.h"
 #include "rpc/internal/context.h"
 #include "rpc/internal/frames.h"
@@ -43,7 +42,7 @@ class PackBufferPool : public std::enable_shared_from_this<PackBufferPool> {
   PackedBuffer Get(std::size_t size) {
     std::unique_ptr<std::vector<std::byte>> buffer;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       buffer = std::move(spare_);
     }
     // A spare far larger than needed is let go rather than pinned.
@@ -63,7 +62,7 @@ class PackBufferPool : public std::enable_shared_from_this<PackBufferPool> {
   void Return(std::unique_ptr<std::vector<std::byte>>&& buffer) {
     std::unique_ptr<std::vector<std::byte>> extra;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (!spare_) {
         spare_ = std::move(buffer);
       } else {
@@ -73,8 +72,8 @@ class PackBufferPool : public std::enable_shared_from_this<PackBufferPool> {
     // `extra` is freed here, outside the lock.
   }
 
-  std::mutex mutex_;
-  std::unique_ptr<std::vector<std::byte>> spare_;  // guarded by mutex_
+  Mutex mutex_;
+  std::unique_ptr<std::vector<std::byte>> spare_ RLSWARM_GUARDED_BY(mutex_);
 };
 
 // Packs [u32 header length][header][pad][payload 0][pad][payload 1]... into
@@ -185,7 +184,7 @@ class Publisher::Impl {
     snapshot_server_->Register(kSnapshotMethod, [this](Request, Responder responder) {
       std::vector<Payload> reply;
       {
-        std::lock_guard lock(mutex_);
+        MutexLock lock(mutex_);
         reply.reserve(current_.payloads.size() + 1);
         reply.push_back(VersionPayload(current_.version));
         reply.insert(reply.end(), current_.payloads.begin(), current_.payloads.end());
@@ -198,10 +197,10 @@ class Publisher::Impl {
 
   ~Impl() {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       stopping_ = true;
     }
-    stop_.notify_all();
+    stop_.NotifyAll();
     if (beacon_thread_.joinable()) beacon_thread_.join();
     snapshot_server_->Stop();
     socket_.close();
@@ -209,13 +208,13 @@ class Publisher::Impl {
 
   void Publish(std::uint64_t version, std::vector<Payload> payloads) {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       CheckNewer(version);
     }
     // Pack outside the lock: the copy of a large blob must not hold up
     // snapshots or beacons.
     auto packed = PackMessage(kVersionMethod, version, payloads, pack_pool_.get());
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     CheckNewer(version);  // a concurrent Publish may have won meanwhile
     // PUB never blocks: at a subscriber's high-water mark the message is
     // dropped for that subscriber only.
@@ -227,12 +226,12 @@ class Publisher::Impl {
   std::string endpoint() const { return endpoint_; }
   std::string snapshot_endpoint() const { return snapshot_server_->endpoint(); }
   std::uint64_t version() const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return current_.version;
   }
 
  private:
-  void CheckNewer(std::uint64_t version) const {
+  void CheckNewer(std::uint64_t version) const RLSWARM_REQUIRES(mutex_) {
     if (version <= current_.version) {
       throw InvalidArgument(options_.name + ": version " + std::to_string(version) +
                             " is not newer than " + std::to_string(current_.version));
@@ -240,8 +239,9 @@ class Publisher::Impl {
   }
 
   void Beacon() {
-    std::unique_lock lock(mutex_);
-    while (!stop_.wait_for(lock, options_.beacon_interval, [this] { return stopping_; })) {
+    MutexLock lock(mutex_);
+    while (!stop_.WaitFor(lock, options_.beacon_interval,
+                          [this]() RLSWARM_REQUIRES(mutex_) { return stopping_; })) {
       if (current_.version == 0) continue;
       auto beacon = PackMessage(kBeaconMethod, current_.version, {});
       (void)socket_.send(zmq::buffer(beacon->data(), beacon->size()), zmq::send_flags::dontwait);
@@ -251,13 +251,13 @@ class Publisher::Impl {
   PublisherOptions options_;
   // The PUB socket is used only under mutex_ (Publish and the beacon thread):
   // one user at a time, with the full memory barrier ZeroMQ asks for.
-  mutable std::mutex mutex_;
-  std::condition_variable stop_;
-  bool stopping_ = false;  // guarded by mutex_
-  zmq::socket_t socket_;
+  mutable Mutex mutex_;
+  CondVar stop_;
+  bool stopping_ RLSWARM_GUARDED_BY(mutex_) = false;
+  zmq::socket_t socket_ RLSWARM_GUARDED_BY(mutex_);
   std::unique_ptr<internal::ZapDomain> zap_domain_;
   std::string endpoint_;
-  VersionedBlob current_;  // guarded by mutex_
+  VersionedBlob current_ RLSWARM_GUARDED_BY(mutex_);
   // Shared with the buffers it hands out, which may outlive the publisher.
   const std::shared_ptr<PackBufferPool> pack_pool_ = std::make_shared<PackBufferPool>();
   std::unique_ptr<Server> snapshot_server_;
@@ -303,27 +303,28 @@ class Subscriber::Impl {
   }
 
   std::optional<VersionedBlob> Latest() const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (latest_.version == 0) return std::nullopt;
     return latest_;
   }
 
   std::optional<VersionedBlob> WaitNewer(std::uint64_t after,
                                          std::chrono::milliseconds timeout) const {
-    std::unique_lock lock(mutex_);
-    if (!changed_.wait_for(lock, timeout, [&] { return latest_.version > after; })) {
+    MutexLock lock(mutex_);
+    if (!changed_.WaitFor(lock, timeout,
+                          [&]() RLSWARM_REQUIRES(mutex_) { return latest_.version > after; })) {
       return std::nullopt;
     }
     return latest_;
   }
 
   std::uint64_t version() const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return latest_.version;
   }
 
   std::vector<VersionedBlob> Recent() const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     std::vector<VersionedBlob> recent(earlier_.begin(), earlier_.end());
     if (latest_.version != 0) recent.push_back(latest_);
     return recent;
@@ -431,7 +432,7 @@ class Subscriber::Impl {
 
   void Offer(std::uint64_t version, std::vector<Payload> payloads) {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (version <= latest_.version) return;
       if (options_.keep_versions > 1 && latest_.version != 0) {
         earlier_.push_back(std::move(latest_));
@@ -440,7 +441,7 @@ class Subscriber::Impl {
       latest_.version = version;
       latest_.payloads = std::move(payloads);
     }
-    changed_.notify_all();
+    changed_.NotifyAll();
   }
 
   SubscriberOptions options_;
@@ -448,10 +449,10 @@ class Subscriber::Impl {
   zmq::socket_t control_;
   std::unique_ptr<Client> snapshot_client_;
   std::uint64_t newest_announced_ = 0;  // receive thread only
-  mutable std::mutex mutex_;
-  mutable std::condition_variable changed_;
-  VersionedBlob latest_;               // guarded by mutex_
-  std::deque<VersionedBlob> earlier_;  // guarded by mutex_; keep_versions - 1 at most
+  mutable Mutex mutex_;
+  mutable CondVar changed_;
+  VersionedBlob latest_ RLSWARM_GUARDED_BY(mutex_);
+  std::deque<VersionedBlob> earlier_ RLSWARM_GUARDED_BY(mutex_);  // keep_versions - 1 at most
   std::thread thread_;
 };
 

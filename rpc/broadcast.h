@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "rpc/payload.h"
+#include "common/payload.h"
 #include "rpc/security.h"
 
 namespace rlswarm::rpc {

@@ -5,13 +5,12 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <zmq.hpp>
 
 #include "common/errors.h"
+#include "common/thread_annotations.h"
 #include "rpc/internal/client_connection.h"
 #include "rpc/internal/frames.h"
 #include "rpc/internal/header_peek.h"
@@ -74,17 +73,17 @@ class Client::Impl {
 
  private:
   void IoLoop();
-  std::chrono::milliseconds PollTimeout(Clock::time_point now) const;
-  void OpenConnection();
-  void LoseConnection(const std::string& why, bool rejected);
+  std::chrono::milliseconds PollTimeout(Clock::time_point now) const RLSWARM_REQUIRES(io_mu_);
+  void OpenConnection() RLSWARM_REQUIRES(io_mu_);
+  void LoseConnection(const std::string& why, bool rejected) RLSWARM_REQUIRES(io_mu_);
   // Receives replies until the DEALER is empty (or a round's worth); with
   // `until`, stops as soon as *until is true.
-  void ReceiveReplies(const std::atomic<bool>* until = nullptr);
-  void HandleReply(internal::ReceivedMessage& message);
-  void HandleConnectionEvents();
-  void SendUnsent();
-  void ExpireDeadlines();
-  void Shutdown();
+  void ReceiveReplies(const std::atomic<bool>* until = nullptr) RLSWARM_REQUIRES(io_mu_);
+  void HandleReply(internal::ReceivedMessage& message) RLSWARM_REQUIRES(io_mu_);
+  void HandleConnectionEvents() RLSWARM_REQUIRES(io_mu_);
+  void SendUnsent() RLSWARM_REQUIRES(io_mu_);
+  void ExpireDeadlines() RLSWARM_REQUIRES(io_mu_);
+  void Shutdown() RLSWARM_REQUIRES(io_mu_);
   void Finish(std::unique_ptr<CallRecord> call, Reply* reply, std::exception_ptr error);
   void Fail(std::unique_ptr<CallRecord> call, StatusCode code, const std::string& message) {
     Finish(std::move(call), nullptr, internal::MakeStatusException(code, message));
@@ -94,33 +93,33 @@ class Client::Impl {
   internal::Mailbox<std::unique_ptr<CallRecord>> mailbox_;  // new calls
   std::atomic<std::uint64_t> next_id_{1};
   std::atomic<bool> stop_{false};
-  std::mutex close_mutex_;  // serialises Close
-  std::thread io_thread_;
+  Mutex close_mutex_;  // serialises Close
+  std::thread io_thread_ RLSWARM_GUARDED_BY(close_mutex_);
 
   // Guards everything below and every use of the sockets. The I/O thread
   // holds it except while it sleeps with no call pending (it then polls
   // only the wake and monitor descriptors, touching no socket), which is
   // when an Invoke may take the socket over for its own call.
-  std::mutex io_mu_;
-  std::unique_ptr<internal::ClientConnection> connection_;
+  Mutex io_mu_;
+  std::unique_ptr<internal::ClientConnection> connection_ RLSWARM_GUARDED_BY(io_mu_);
   // Whether connection_'s monitor was read until empty since it was made.
-  bool monitor_drained_ = false;
+  bool monitor_drained_ RLSWARM_GUARDED_BY(io_mu_) = false;
   // A call expired after it was sent on connection_, so its reply may still
   // come: the idle I/O thread then watches the DEALER too (to count and
   // drop it); otherwise it does not, so that an Invoke's reply wakes only
   // the Invoke.
-  bool late_reply_possible_ = false;
-  internal::PendingCalls pending_;
+  bool late_reply_possible_ RLSWARM_GUARDED_BY(io_mu_) = false;
+  internal::PendingCalls pending_ RLSWARM_GUARDED_BY(io_mu_);
   // Buffers of the thread that drives the socket, kept between calls so
   // that a call allocates nothing for its header, frame list or sizes.
-  Header send_header_;
-  std::string send_encoded_;
-  std::vector<zmq::message_t> send_frames_;
-  internal::ReceivedMessage received_;
-  Header reply_header_;
-  std::vector<std::size_t> frame_sizes_;
-  Clock::time_point reconnect_at_;
-  std::chrono::milliseconds backoff_;
+  Header send_header_ RLSWARM_GUARDED_BY(io_mu_);
+  std::string send_encoded_ RLSWARM_GUARDED_BY(io_mu_);
+  std::vector<zmq::message_t> send_frames_ RLSWARM_GUARDED_BY(io_mu_);
+  internal::ReceivedMessage received_ RLSWARM_GUARDED_BY(io_mu_);
+  Header reply_header_ RLSWARM_GUARDED_BY(io_mu_);
+  std::vector<std::size_t> frame_sizes_ RLSWARM_GUARDED_BY(io_mu_);
+  Clock::time_point reconnect_at_ RLSWARM_GUARDED_BY(io_mu_);
+  std::chrono::milliseconds backoff_ RLSWARM_GUARDED_BY(io_mu_);
 
   std::atomic<std::uint64_t> calls_{0};
   std::atomic<std::uint64_t> retries_{0};
@@ -153,6 +152,7 @@ void Client::Impl::CallAsync(const std::string& method, std::vector<Payload> pay
     // loop sends after it handles replies), without a wake-up through the
     // mailbox. This is how a pipelined caller (the replay writer) keeps its
     // calls in flight with no thread hand-over at all.
+    io_mu_.AssertHeld();  // the I/O thread runs completions under io_mu_
     if (stop_.load()) {
       Fail(std::move(call), StatusCode::kCancelled, options_.name + " is closed");
     } else {
@@ -188,11 +188,12 @@ std::unique_ptr<CallRecord> Client::Impl::MakeCall(const std::string& method,
 
 bool Client::Impl::TryInvokeDirect(std::unique_ptr<CallRecord>& call,
                                    const std::atomic<bool>& finished) {
-  std::unique_lock lock(io_mu_, std::try_to_lock);
+  if (!io_mu_.TryLock()) return false;
+  MutexLock lock(io_mu_, std::adopt_lock);
   // Only an idle client: the I/O thread sleeps without touching the socket,
   // nothing else is pending, and the connection is up.
-  if (!lock.owns_lock() || stop_.load() || !connection_ || !monitor_drained_ ||
-      !connection_->handshake_succeeded() || !pending_.empty() || mailbox_.HasItems()) {
+  if (stop_.load() || !connection_ || !monitor_drained_ || !connection_->handshake_succeeded() ||
+      !pending_.empty() || mailbox_.HasItems()) {
     return false;
   }
   pending_.Add(std::move(call));
@@ -222,13 +223,13 @@ bool Client::Impl::TryInvokeDirect(std::unique_ptr<CallRecord>& call,
   } catch (const std::exception& e) {
     spdlog::error("{}: Invoke: {}; the I/O thread takes the call over", options_.name, e.what());
   }
-  lock.unlock();
+  lock.Unlock();
   if (!finished.load(std::memory_order_acquire)) mailbox_.Wake();
   return true;
 }
 
 void Client::Impl::Close() {
-  std::lock_guard lock(close_mutex_);
+  MutexLock lock(close_mutex_);
   stop_.store(true);
   if (!io_thread_.joinable()) return;
   if (std::this_thread::get_id() == io_thread_.get_id()) {
@@ -255,7 +256,7 @@ ClientStats Client::Impl::stats() const {
 void Client::Impl::IoLoop() {
   tls_io_thread_of = this;
   std::vector<std::unique_ptr<CallRecord>> new_calls;  // reused: no allocation per round
-  std::unique_lock lock(io_mu_);
+  MutexLock lock(io_mu_);
   while (!stop_.load()) {
     try {
       // A new connection's monitor is read until empty before its
@@ -281,9 +282,9 @@ void Client::Impl::IoLoop() {
                                       {connection_->dealer().get(zmq::sockopt::fd), POLLIN, 0}}};
         const std::size_t count = late_reply_possible_ ? 3 : 2;
         const std::chrono::milliseconds timeout = PollTimeout(Clock::now());
-        lock.unlock();
+        lock.Unlock();
         internal::PollDescriptors(std::span(fds.data(), count), timeout);
-        lock.lock();
+        lock.Lock();
         wake = fds[0].revents != 0;
         monitor_ready = fds[1].revents != 0;
         dealer_ready = count == 3 && fds[2].revents != 0;
@@ -576,30 +577,30 @@ Reply Client::Invoke(const std::string& method, std::vector<Payload> payloads,
   // completion is done with it. The callback captures one pointer, which
   // std::function stores without allocating.
   struct Outcome {
-    std::mutex mu;
-    std::condition_variable done_cv;
+    Mutex mu;
+    CondVar done_cv;
     std::atomic<bool> finished{false};
-    std::optional<Reply> reply;
-    std::exception_ptr error;
+    std::optional<Reply> reply RLSWARM_GUARDED_BY(mu);
+    std::exception_ptr error RLSWARM_GUARDED_BY(mu);
   } outcome;
   Outcome* const shared = &outcome;
   std::unique_ptr<internal::CallRecord> call = impl_->MakeCall(
       method, std::move(payloads), options, [shared](Reply* reply, std::exception_ptr error) {
-        std::lock_guard lock(shared->mu);
+        MutexLock lock(shared->mu);
         if (error) {
           shared->error = std::move(error);
         } else {
           shared->reply = std::move(*reply);
         }
         shared->finished.store(true, std::memory_order_release);
-        shared->done_cv.notify_all();
+        shared->done_cv.NotifyAll();
       });
   if (!impl_->TryInvokeDirect(call, outcome.finished)) {
     // The ordinary path; `call` still holds the record.
     impl_->Post(std::move(call));
   }
-  std::unique_lock lock(outcome.mu);
-  outcome.done_cv.wait(lock, [&] { return outcome.finished.load(std::memory_order_acquire); });
+  MutexLock lock(outcome.mu);
+  outcome.done_cv.Wait(lock, [&] { return outcome.finished.load(std::memory_order_acquire); });
   if (outcome.error) std::rethrow_exception(outcome.error);
   return std::move(*outcome.reply);
 }

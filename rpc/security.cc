@@ -26,6 +26,7 @@
 #include <optional>
 #include <set>
 
+#include "common/atomic_file.h"
 #include "common/errors.h"
 
 namespace rlswarm::rpc {
@@ -69,48 +70,6 @@ std::string Trim(const std::string& s) {
 
 [[noreturn]] void ThrowIo(const std::string& path, const std::string& what, int err) {
   throw Unavailable(path + ": " + what + ": " + std::strerror(err));
-}
-
-// Writes `contents` to `path` with `mode` so that a reader sees either the
-// old file or the complete new one: temporary file in the same directory,
-// fsync, rename over `path`, fsync the directory.
-void WriteFileAtomically(const std::string& path, const std::string& contents, mode_t mode) {
-  std::string tmp = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(tmp.data());  // created with mode 0600
-  if (fd < 0) ThrowIo(tmp, "cannot create temporary file", errno);
-  const auto fail = [&](const std::string& what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    ThrowIo(tmp, what, err);
-  };
-  if (::fchmod(fd, mode) != 0) fail("cannot set permissions");
-  for (std::size_t done = 0; done < contents.size();) {
-    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("cannot write");
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) fail("cannot fsync");
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    ThrowIo(tmp, "cannot close", err);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    ThrowIo(path, "cannot rename " + tmp + " to it", err);
-  }
-  // Make the rename itself durable.
-  std::string dir = fs::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir_fd < 0) ThrowIo(dir, "cannot open directory to fsync it", errno);
-  const int rc = ::fsync(dir_fd);
-  const int err = errno;
-  ::close(dir_fd);
-  if (rc != 0) ThrowIo(dir, "cannot fsync directory", err);
 }
 
 void RequireValidKeyPair(const KeyPair& keys, const std::string& what) {

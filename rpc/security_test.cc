@@ -4,6 +4,8 @@
 #include "rpc/security.h"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -20,6 +22,7 @@
 
 #include "common/errors.h"
 #include "rpc/internal/context.h"
+#include "rpc/internal/repeat_limited_log.h"
 #include "rpc/internal/zmq_security.h"
 
 namespace rlswarm::rpc {
@@ -530,6 +533,58 @@ TEST_F(CurveTest, DomainsRegisterAndReleaseConcurrently) {
   auto server = StartServer(options);
   zmq::socket_t client = Connect(server->endpoint, ClientOptions("alice"));
   EXPECT_EQ(RoundTrip(client, *server, "after"), "re: after");
+}
+
+TEST(RepeatLimitedLogTest, FirstOfEachKeyThenOnePerIntervalWithTheCountLeftOut) {
+  using internal::RepeatLimitedLog;
+  RepeatLimitedLog log(std::chrono::seconds(10));
+  const RepeatLimitedLog::Clock::time_point t0{};
+  EXPECT_EQ(log.Admit("a", t0), 0);
+  for (int i = 1; i <= 5; ++i) EXPECT_FALSE(log.Admit("a", t0 + std::chrono::seconds(i)));
+  EXPECT_EQ(log.Admit("b", t0 + std::chrono::seconds(5)), 0);  // its own key
+  EXPECT_EQ(log.Admit("a", t0 + std::chrono::seconds(10)), 5);
+  EXPECT_FALSE(log.Admit("a", t0 + std::chrono::seconds(11)));
+  EXPECT_EQ(log.Admit("a", t0 + std::chrono::seconds(30)), 1);
+  // Keys beyond the bound push out the oldest instead of growing the map.
+  for (std::size_t k = 0; k < RepeatLimitedLog::kMaxKeys + 10; ++k) {
+    const std::string key = std::to_string(k);  // (GCC 12 warns on "k" + to_string)
+    EXPECT_EQ(log.Admit(key, t0 + std::chrono::seconds(40)), 0);
+  }
+  EXPECT_EQ(log.Admit("a", t0 + std::chrono::seconds(41)), 0);  // forgotten: logged anew
+}
+
+// A rejected client that keeps retrying (here 40 handshakes with one
+// unknown key) costs one warning line, not one per attempt; another key
+// gets its own.
+TEST_F(CurveTest, RepeatedDenialsOfOneKeyAreLoggedOnce) {
+  auto server = StartServer(ServerOptions(AuthorizedDir("authorized", {"alice"})));
+  const std::string domain = server->domain->name();
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1000);
+  spdlog::default_logger()->sinks().push_back(sink);
+  struct RemoveSink {
+    ~RemoveSink() { spdlog::default_logger()->sinks().pop_back(); }
+  } remove_sink;
+  zmq::socket_t zap(ProcessContext(), zmq::socket_type::req);
+  zap.set(zmq::sockopt::linger, 0);
+  zap.connect("inproc://zeromq.zap.01");
+  const auto deny = [&](char fill, int id) {
+    const std::vector<std::string> request = {
+        "1.0", std::to_string(id), domain, "127.0.0.1", "", "CURVE", std::string(32, fill)};
+    std::vector<zmq::const_buffer> frames;
+    for (const std::string& f : request) frames.push_back(zmq::buffer(f));
+    ASSERT_TRUE(zmq::send_multipart(zap, frames));
+    auto reply = Receive(zap);
+    ASSERT_TRUE(reply);
+    EXPECT_EQ((*reply)[2].to_string(), "400");
+  };
+  for (int i = 0; i < 40; ++i) deny('x', i);
+  deny('y', 40);
+  EXPECT_EQ(server->domain->denied(), 41u);
+  int lines = 0;
+  for (const std::string& line : sink->last_formatted()) {
+    lines += line.find("is not authorized") != std::string::npos;
+  }
+  EXPECT_EQ(lines, 2);
 }
 
 // Requests sent straight to inproc://zeromq.zap.01, as libzmq would (RFC 27).

@@ -4,13 +4,13 @@
 
 #include <atomic>
 #include <cstring>
-#include <mutex>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <zmq.hpp>
 
 #include "common/errors.h"
+#include "common/thread_annotations.h"
 #include "rpc/internal/context.h"
 #include "rpc/internal/frames.h"
 #include "rpc/internal/header_peek.h"
@@ -54,7 +54,7 @@ class WakeSocket {
   // Never blocks or throws: the mailbox coalesces wake-ups, so at most a
   // couple are ever queued; once the ROUTER is closed they go nowhere.
   void Wake() noexcept {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     try {
       (void)dealer_.send(zmq::message_t(), zmq::send_flags::dontwait);
     } catch (const zmq::error_t& e) {
@@ -63,8 +63,8 @@ class WakeSocket {
   }
 
  private:
-  std::mutex mu_;
-  zmq::socket_t dealer_;  // guarded by mu_
+  Mutex mu_;
+  zmq::socket_t dealer_ RLSWARM_GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -118,9 +118,9 @@ class Server::Impl {
   const ServerOptions options_;
   std::unordered_map<std::string, Registered> handlers_;  // frozen at Start
 
-  mutable std::mutex lifecycle_mutex_;
-  State state_ = State::kNew;  // guarded by lifecycle_mutex_
-  std::string endpoint_;       // guarded by lifecycle_mutex_
+  mutable Mutex lifecycle_mutex_;
+  State state_ RLSWARM_GUARDED_BY(lifecycle_mutex_) = State::kNew;
+  std::string endpoint_ RLSWARM_GUARDED_BY(lifecycle_mutex_);
 
   std::shared_ptr<internal::ReplyChannel> channel_;
   std::unique_ptr<internal::ZapDomain> zap_domain_;  // outlives router_
@@ -147,7 +147,7 @@ class Server::Impl {
 
 void Server::Impl::Register(const std::string& method, Handler handler,
                             HandlerOptions handler_options) {
-  std::lock_guard lock(lifecycle_mutex_);
+  MutexLock lock(lifecycle_mutex_);
   if (state_ != State::kNew) {
     throw FailedPrecondition(options_.name + ": Register('" + method + "') after Start");
   }
@@ -162,7 +162,7 @@ void Server::Impl::Register(const std::string& method, Handler handler,
 }
 
 void Server::Impl::Start() {
-  std::lock_guard lock(lifecycle_mutex_);
+  MutexLock lock(lifecycle_mutex_);
   if (state_ != State::kNew) {
     throw FailedPrecondition(options_.name + ": Start called twice or after Stop");
   }
@@ -201,13 +201,13 @@ void Server::Impl::Start() {
 }
 
 std::string Server::Impl::endpoint() const {
-  std::lock_guard lock(lifecycle_mutex_);
+  MutexLock lock(lifecycle_mutex_);
   return endpoint_;
 }
 
 void Server::Impl::Stop() {
   {
-    std::lock_guard lock(lifecycle_mutex_);
+    MutexLock lock(lifecycle_mutex_);
     const State previous = std::exchange(state_, State::kStopped);
     if (previous != State::kRunning) return;
   }

@@ -53,7 +53,7 @@
 #include <string>
 #include <vector>
 
-#include "rpc/payload.h"
+#include "common/payload.h"
 #include "rpc/security.h"
 #include "rpc/wire.h"
 

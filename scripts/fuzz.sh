@@ -22,7 +22,7 @@ shift || true
 out=${RLSWARM_FUZZ_DIR:-build-fuzz}
 cxx=${RLSWARM_FUZZ_CXX:-clang++}
 
-sources=(rpc/fuzz/wire_fuzzer.cc rpc/wire.cc rpc/payload.cc rpc/internal/header_peek.cc
+sources=(rpc/fuzz/wire_fuzzer.cc rpc/wire.cc common/payload.cc rpc/internal/header_peek.cc
   common/errors.cc common/dtype.cc)
 flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -I. -DMSGPACK_DEFAULT_API_VERSION=3)
 sanitizers=(-fsanitize=address,undefined -fno-sanitize-recover=all)
@@ -31,7 +31,7 @@ sanitizers=(-fsanitize=address,undefined -fno-sanitize-recover=all)
 needs_build() {
   local binary=$1 f
   [ -x "$binary" ] || return 0
-  for f in "${sources[@]}" rpc/wire.h rpc/payload.h rpc/internal/header_peek.h common/errors.h \
+  for f in "${sources[@]}" rpc/wire.h common/payload.h rpc/internal/header_peek.h common/errors.h \
     common/dtype.h rpc/fuzz/wire.dict "$0"; do
     [ "$f" -nt "$binary" ] && return 0
   done

@@ -9,7 +9,7 @@
 # What is carried, and why:
 # - the -dev packages that CMake's find_package calls need (headers, CMake
 #   and pkg-config files, the .so links; see CMakeLists.txt,
-#   apps/observe.cmake, apps/launch_support.cmake), plus libgloo-dev: the
+#   observe/CMakeLists.txt), plus libgloo-dev: the
 #   PyPI torch wheel includes <gloo/...> from its ProcessGroupGloo.hpp but
 #   does not ship those headers;
 # - the shared libraries the built binaries load and their own
@@ -47,6 +47,9 @@ dev_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # FindPNG needs ZLIB (headers and libz.so) as well.
   libpng-dev zlib1g-dev libprotobuf-dev
+  # cairo's header and libcairo.so link (observe/CMakeLists.txt finds them
+  # by path when its pkg-config dependencies are missing), giflib's.
+  libcairo2-dev libgif-dev
   libgloo-dev
 )
 runtime_packages=(
@@ -56,6 +59,12 @@ runtime_packages=(
   libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1
   libyaml-cpp0.7 libspdlog1.10 libfmt9 libboost-filesystem1.74.0
   libbenchmark1debian libpng16-16 zlib1g libprotobuf32 libprotobuf-lite32
+  # libcairo.so.2 and what it loads: pixman, fontconfig (expat, and the
+  # freetype it shares with cairo, with brotli), X11/XCB (Xau, Xdmcp,
+  # Xext, Xrender, xcb-render, xcb-shm); libgif.so.7 needs only libc.
+  libcairo2 libpixman-1-0 libfontconfig1 libexpat1 libfreetype6 libbrotli1
+  libx11-6 libxcb1 libxau6 libxdmcp6 libxext6 libxrender1 libxcb-render0 libxcb-shm0
+  libgif7
 )
 packages=("${dev_packages[@]}" "${runtime_packages[@]}")
 

@@ -6,6 +6,10 @@
 #                                    pinned in scripts/torch_flavour.sh) in the ignored
 #                                    virtual environment .venv-pypi/ inside the repository
 #
+# Both also install the test tools: PyPI's tensorboard (pinned below) in the
+# ignored virtual environment .venv-tools/, whose reader checks the event
+# files of a real run (tests/tensorboard_check.py).
+#
 # Idempotent: packages that are already installed are skipped, and when
 # nothing is missing the script neither updates the package lists nor calls
 # apt-get or pip at all. Must run as root (or with sudo available).
@@ -31,10 +35,21 @@ packages=(
   # PNG frames of evaluated episodes (rlswarm evaluate --record) and plots;
   # protobuf for TensorBoard event files (message types built at run time).
   libpng-dev libprotobuf-dev
+  # cairo draws `rlswarm plot`'s curves and text (its fontconfig brings a
+  # font); giflib writes --record's animated GIFs.
+  libcairo2-dev libgif-dev
   # Tests and benchmarks; clang with its runtime for libFuzzer targets.
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
+  # The observability tests: a real Prometheus server scrapes a run's
+  # endpoints (tests/prometheus_test.cc), and TensorBoard's own reader
+  # (PyPI, in .venv-tools/) reads its event files.
+  prometheus
 )
-if [ "$RLSWARM_TORCH" = pypi ] && ! python3 -m venv --help >/dev/null 2>&1; then
+# Debian's python3 keeps `venv` in the standard library but ensurepip (which
+# `python3 -m venv` needs to put pip into the venv) in python3-venv, so
+# `python3 -m venv --help` succeeds even where creating a venv fails: ask for
+# the package unless python3 is not Debian's and can make a venv by itself.
+if [ "$(command -v python3)" = /usr/bin/python3 ] || ! python3 -m venv --help >/dev/null 2>&1; then
   packages+=(python3-venv)
 fi
 
@@ -74,4 +89,17 @@ if [ "$RLSWARM_TORCH" = pypi ]; then
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
     "$venv/bin/python" -m pip install --disable-pip-version-check -q "torch==$want"
   fi
+fi
+
+# The test tools' venv: a pinned tensorboard, for its event file reader.
+tools_venv=.venv-tools
+tensorboard_version=2.21.0
+if compgen -G "$tools_venv/lib/python3*/site-packages/tensorboard-$tensorboard_version.dist-info" \
+  >/dev/null; then
+  echo "setup: tensorboard $tensorboard_version is installed in $tools_venv"
+else
+  echo "setup: installing tensorboard==$tensorboard_version into $tools_venv"
+  [ -x "$tools_venv/bin/python" ] || python3 -m venv "$tools_venv"
+  "$tools_venv/bin/python" -m pip install --disable-pip-version-check -q \
+    "tensorboard==$tensorboard_version"
 fi

@@ -2,42 +2,51 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <vector>
+
+#include "common/testing/child_process.h"
 
 namespace {
 
 struct CommandResult {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr, merged
+  int exit_code = -1;  // 128 + the signal if one ended it; -1 if it outlived the deadline
+  std::string out;     // what was captured
 };
 
-// Runs the binary; `stderr_to` is where its stderr goes ("&1": merged into
-// the captured output).
-CommandResult Rlswarm(const std::string& args, const std::string& stderr_to = "&1") {
-  const std::string command = std::string(RLSWARM_BINARY) + " " + args + " 2>" + stderr_to;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return {};
+// Which of the binary's streams a run captures; the other goes to /dev/null.
+enum class Captured { kStdoutAndStderr, kStdout, kStderr };
+
+// A hung command fails its test instead of stalling the suite.
+constexpr std::chrono::seconds kCommandDeadline{120};
+
+// Runs the binary with `args` (split at spaces, as a shell would split
+// them: no argument holds one).
+CommandResult Rlswarm(const std::string& args, Captured captured = Captured::kStdoutAndStderr) {
+  std::vector<std::string> argv = {RLSWARM_BINARY};
+  std::istringstream words(args);
+  for (std::string word; words >> word;) argv.push_back(word);
+  using Sink = rlswarm::testing::ChildProcessOptions::Sink;
+  rlswarm::testing::ChildProcessOptions options;
+  options.out = captured == Captured::kStderr ? Sink::kNull : Sink::kCapture;
+  options.err = captured == Captured::kStdout ? Sink::kNull : Sink::kCapture;
+  rlswarm::testing::ChildProcess child(argv, options);
   CommandResult run;
-  std::array<char, 4096> buffer;
-  std::size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    run.out.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.out = child.ReadAll(kCommandDeadline);
+  run.exit_code = child.Wait(kCommandDeadline).value_or(-1);
   return run;
 }
 
 // Runs a --json command and parses its stdout, which must be JSON alone.
 nlohmann::json Json(const std::string& args) {
-  const CommandResult run = Rlswarm(args, "/dev/null");
+  const CommandResult run = Rlswarm(args, Captured::kStdout);
   EXPECT_EQ(run.exit_code, 0) << run.out;
   return nlohmann::json::parse(run.out);
 }
@@ -119,6 +128,35 @@ TEST(CliTest, UnknownEnvFailsAndListsTheKnownOnes) {
   EXPECT_NE(run.out.find("MinAtar/Breakout"), std::string::npos) << run.out;
 }
 
+// Usage errors exit 2 like config errors, name what was not understood and
+// suggest the nearest known spelling; help still exits 0.
+TEST(CliTest, UsageErrorsExitTwoNameTheWordAndSuggestTheNearest) {
+  CommandResult run = Rlswarm("lauch configs/cartpole.yaml", Captured::kStderr);
+  EXPECT_EQ(run.exit_code, 2) << run.out;
+  EXPECT_NE(run.out.find("unknown subcommand 'lauch'; did you mean 'launch'?"), std::string::npos)
+      << run.out;
+
+  run = Rlswarm("evaluate --env CartPole-v1 --episods 3", Captured::kStderr);
+  EXPECT_EQ(run.exit_code, 2) << run.out;
+  EXPECT_NE(run.out.find("unknown flag '--episods'; did you mean '--episodes'?"), std::string::npos)
+      << run.out;
+
+  // Nothing near enough: named, no suggestion.
+  run = Rlswarm("evaluate --zzzzzzzz", Captured::kStderr);
+  EXPECT_EQ(run.exit_code, 2) << run.out;
+  EXPECT_NE(run.out.find("--zzzzzzzz"), std::string::npos) << run.out;
+  EXPECT_EQ(run.out.find("did you mean"), std::string::npos) << run.out;
+
+  run = Rlswarm("frobnicate", Captured::kStderr);
+  EXPECT_EQ(run.exit_code, 2) << run.out;
+  EXPECT_NE(run.out.find("unknown subcommand 'frobnicate'"), std::string::npos) << run.out;
+  EXPECT_EQ(run.out.find("did you mean"), std::string::npos) << run.out;
+
+  EXPECT_EQ(Rlswarm("", Captured::kStderr).exit_code, 2);
+  EXPECT_EQ(Rlswarm("--help", Captured::kStdout).exit_code, 0);
+  EXPECT_EQ(Rlswarm("launch --help", Captured::kStdout).exit_code, 0);
+}
+
 TEST(CliTest, ConfigErrorsExitTwoAndNameTheKey) {
   const CommandResult run = Rlswarm("evaluate env.num_envs=-3");
   EXPECT_EQ(run.exit_code, 2) << run.out;
@@ -157,8 +195,7 @@ TEST(CliTest, PrintConfigShowsTheResolvedConfig) {
 }
 
 TEST(CliTest, LogLinesCarryTheRoleAndGoToStderr) {
-  // "2>&1 1>/dev/null": stderr into the pipe, stdout away.
-  const std::string err = Rlswarm("evaluate --episodes 1 --json", "&1 1>/dev/null").out;
+  const std::string err = Rlswarm("evaluate --episodes 1 --json", Captured::kStderr).out;
   EXPECT_NE(err.find("[evaluate "), std::string::npos) << err;
   EXPECT_NE(err.find(" I "), std::string::npos) << err;
 }

@@ -3,11 +3,15 @@
 // the launcher's own errors.
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -17,10 +21,14 @@
 #include <thread>
 #include <vector>
 
-#include "tests/child_process.h"
+#include "common/testing/child_process.h"
+#include "common/testing/files.h"
+#include "tests/run_logs.h"
 
 namespace rlswarm {
 namespace {
+
+using testing::Incarnation;
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -192,22 +200,6 @@ TEST_F(LaunchTest, SigintStopsWithCheckpointsAndResumeContinuesTheRun) {
   EXPECT_NE(text.find("learner resumed from"), std::string::npos);
 }
 
-// The pid of the newest incarnation of `name` (the supervisor's banner
-// "=== <name> started pid N (restart k) ===" in logs/<name>.log) and how
-// many incarnations there were.
-std::pair<pid_t, int> Incarnation(const fs::path& run, const std::string& name) {
-  std::ifstream in(run / "logs" / (name + ".log"));
-  const std::string banner = "=== " + name + " started pid ";
-  pid_t pid = 0;
-  int count = 0;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(banner, 0) != 0) continue;
-    pid = static_cast<pid_t>(std::stol(line.substr(banner.size())));
-    ++count;
-  }
-  return {pid, count};
-}
-
 // Connects to 127.0.0.1:<port of endpoint> and writes `bytes`.
 void SendGarbage(const std::string& endpoint, const std::string& bytes) {
   const int port = std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
@@ -258,10 +250,13 @@ TEST_F(LaunchTest, ProcessesModeSurvivesKillNineOfEveryRoleAndGarbageAndStillSol
     std::ifstream in(run / "endpoints" / file);
     for (std::string line; std::getline(in, line);) endpoints.push_back(line);
   }
-  std::string metrics;
-  std::getline(std::ifstream(run / "endpoints" / "metrics"), metrics);
-  endpoints.push_back(metrics.substr(0, metrics.rfind('/')));
-  ASSERT_EQ(endpoints.size(), 4u);
+  // The launcher's metrics endpoint and every child's (launch.metrics_port).
+  for (const char* file : {"metrics", "metrics.replay-0", "metrics.learner-0", "metrics.actor-0"}) {
+    std::string metrics;
+    std::getline(std::ifstream(run / "endpoints" / file), metrics);
+    endpoints.push_back(metrics.substr(0, metrics.rfind('/')));
+  }
+  ASSERT_EQ(endpoints.size(), 7u);
   std::string garbage(4096, '\0');
   for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>(i * 7919 % 251);
   for (const auto& e : endpoints) {
@@ -295,6 +290,14 @@ TEST_F(LaunchTest, ProcessesModeSurvivesKillNineOfEveryRoleAndGarbageAndStillSol
   std::ifstream log(run / "logs" / "learner-0.log");
   const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("resumed from"), std::string::npos) << text.substr(0, 4000);
+  // The replay shard's restart is reported when it starts and ends, not
+  // once per failed sample.
+  int waiting_lines = 0;
+  for (size_t at = text.find("waiting for replay"); at != std::string::npos;
+       at = text.find("waiting for replay", at + 1)) {
+    ++waiting_lines;
+  }
+  EXPECT_LE(waiting_lines, 6) << text.substr(0, 4000);
 }
 
 // Two fully sharded learner ranks each publish only their part of the
@@ -337,6 +340,81 @@ TEST_F(LaunchTest, ProcessesModeWithWeightsPublishedInPartsByTwoRanks) {
   const Json summary = ReadJson(run / "summary.json");
   EXPECT_GE(summary["evaluations"].get<std::int64_t>(), 1);
   EXPECT_EQ(summary["restarts"], 0) << launch->Log();
+}
+
+// The default experiment of the sharded learner: the large residual
+// network, full_shard over 2 learner ranks, weights published in parts.
+// A minute of training (learning from 1k transitions on, so that updates
+// happen), then the final checkpoint scores with `rlswarm evaluate`.
+TEST_F(LaunchTest, LargeMinAtarConfigTrainsFullyShardedForAMinuteAndItsCheckpointEvaluates) {
+  const std::string config = std::string(RLSWARM_CONFIGS_DIR) + "/minatar_breakout_large.yaml";
+  const fs::path run = fs::path(dir_) / "run";
+  auto launch = Launch({config, "--run-dir", run.string(), "launch.max_wall_time_s=60",
+                        "replay.min_size_to_sample=1000", "launch.eval_interval_s=20",
+                        "launch.eval_episodes=2", "launch.eval_num_envs=2"},
+                       "launch.log");
+  const auto code = launch->Wait(300s);
+  ASSERT_TRUE(code.has_value()) << launch->Log();
+  ASSERT_EQ(*code, 0) << launch->Log();
+  const Json summary = ReadJson(run / "summary.json");
+  EXPECT_EQ(summary["mode"], "processes");
+  EXPECT_EQ(summary["stop_reason"], "max_wall_time") << summary.dump(2);
+  EXPECT_EQ(summary["restarts"], 0) << launch->Log();
+  EXPECT_GT(summary["updates"].get<std::int64_t>(), 0) << summary.dump(2);
+  EXPECT_TRUE(fs::exists(run / "endpoints" / "weights.rank1"));  // parts: both ranks publish
+
+  // The final sharded checkpoint (one shard per rank) evaluates.
+  fs::path checkpoint;
+  for (const auto& f : fs::directory_iterator(run / "checkpoints" / "learner")) {
+    if (f.path().filename().string().rfind("update-", 0) == 0) checkpoint = f.path();
+  }
+  ASSERT_FALSE(checkpoint.empty()) << launch->Log();
+  auto evaluate = std::make_unique<ChildProcess>(
+      std::vector<std::string>{RLSWARM_BINARY, "evaluate", "--config", config, "--checkpoint",
+                               checkpoint.string(), "--episodes", "2", "--json"},
+      dir_ + "/evaluate.log");
+  ASSERT_EQ(evaluate->Wait(120s), 0) << evaluate->Log();
+  const std::string out = evaluate->Log();
+  const Json evaluation = Json::parse(out.substr(out.rfind("{\"")));
+  EXPECT_EQ(evaluation["episodes"], 2) << out;
+  EXPECT_GE(evaluation["mean_return"].get<double>(), 0.0) << out;
+}
+
+// A run directory on a 256 KiB tmpfs: the checkpoints fill it within
+// seconds. The summary still reaches stdout, what could not be written is
+// named, and no partial checkpoint file is left to take the room of what can
+// still be kept. Needs CAP_SYS_ADMIN for the mount (CI runs as root).
+TEST_F(LaunchTest, AFullDiskStillPrintsTheSummaryAndNamesWhatWasNotWritten) {
+  const fs::path disk = fs::path(dir_) / "disk";
+  fs::create_directories(disk);
+  if (::mount("tmpfs", disk.c_str(), "tmpfs", 0, "size=256k") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs (" << std::strerror(errno) << "): needs root";
+  }
+  struct Unmount {
+    fs::path at;
+    ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+  } unmount{disk};
+  const fs::path run = disk / "run";
+  auto launch = Launch({CartPole(), "--run-dir", run.string(), "launch.max_wall_time_s=30",
+                        "learner.checkpoint_interval=500"},
+                       "launch.log");
+  const auto code = launch->Wait(180s);
+  ASSERT_TRUE(code.has_value()) << launch->Log();
+  const std::string log = launch->Log();
+  const size_t summary_at = log.find("{\n  \"best_eval_mean_return\"");
+  ASSERT_NE(summary_at, std::string::npos) << log;
+  const Json summary =
+      Json::parse(log.substr(summary_at, log.find("\n}", summary_at) + 2 - summary_at));
+  EXPECT_GT(summary["updates"].get<std::int64_t>(), 0) << log;
+  EXPECT_TRUE(summary.contains("final_eval_mean_return"));
+  EXPECT_NE(log.find("No space left on device"), std::string::npos) << log;
+  if (*code != 0) EXPECT_NE(log.find("could not be written"), std::string::npos) << log;
+  // Every learner checkpoint directory holding shard files is complete.
+  for (const auto& d : fs::directory_iterator(run / "checkpoints" / "learner")) {
+    if (fs::exists(d.path() / "shard-0.bin")) {
+      EXPECT_TRUE(fs::exists(d.path() / "manifest.json")) << d.path() << " is partial\n" << log;
+    }
+  }
 }
 
 TEST_F(LaunchTest, ResumeOfADirectoryWithoutARunFailsAndSaysWhy) {

@@ -3,6 +3,7 @@
 // process, stopping on SIGTERM with a final checkpoint, and resuming from it.
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -13,10 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/child_process.h"
+#include "common/testing/files.h"
 #include "replay/service/replay_writer.h"
 #include "replay/service/transition.h"
 #include "rpc/broadcast.h"
-#include "tests/child_process.h"
 
 namespace rlswarm {
 namespace {

@@ -2,6 +2,7 @@
 // writers and samplers in other processes, kill -9, SIGTERM and a full disk.
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/mount.h>
 
 #include <filesystem>
@@ -11,9 +12,10 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "common/testing/child_process.h"
+#include "common/testing/files.h"
 #include "replay/service/protocol.h"
 #include "replay/service/replay_sampler.h"
-#include "tests/child_process.h"
 
 namespace rlswarm {
 namespace {

@@ -31,8 +31,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "common/random.h"
 #include "envs/minatar/minatar_env.h"
-#include "envs/random.h"
 
 namespace rlswarm::envs::minatar {
 

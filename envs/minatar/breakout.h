@@ -23,8 +23,8 @@
 #include <array>
 #include <cstdint>
 
+#include "common/random.h"
 #include "envs/minatar/minatar_env.h"
-#include "envs/random.h"
 
 namespace rlswarm::envs::minatar {
 

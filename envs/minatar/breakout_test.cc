@@ -9,9 +9,9 @@
 #include <optional>
 #include <vector>
 
+#include "common/random.h"
 #include "envs/minatar/minatar_env.h"
 #include "envs/minatar/observed_grid.h"
-#include "envs/random.h"
 
 namespace rlswarm::envs::minatar {
 namespace {

@@ -1,5 +1,7 @@
 #include "learner/testing/cartpole_replay.h"
 
+#include <algorithm>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -8,7 +10,7 @@
 
 namespace rlswarm::learner::testing {
 
-CartPoleReplay::CartPoleReplay(int num_transitions, uint64_t seed) {
+CartPoleReplay::CartPoleReplay(int num_transitions, uint64_t seed, int nan_observations) {
   replay::ReplayServiceOptions o;
   o.table.name = "replay";
   o.table.signature = replay::TransitionSignature(DType::kFloat32, {4}, DType::kInt64, {});
@@ -37,6 +39,9 @@ CartPoleReplay::CartPoleReplay(int num_transitions, uint64_t seed) {
     reward[i] = r.reward;
     discount[i] = r.terminated ? 0.0f : 0.99f;
     if (r.terminated || r.truncated) env->Reset(std::nullopt, bytes(current));
+    if (i < nan_observations) {
+      std::fill_n(obs.begin() + 4 * i, 4, std::numeric_limits<float>::quiet_NaN());
+    }
   }
   const std::vector<int64_t> n_shape = {num_transitions};
   const std::vector<int64_t> obs_shape = {num_transitions, 4};

@@ -16,8 +16,11 @@ class CartPoleReplay {
  public:
   // Starts the shard (prioritized, alpha 0.6, beta 0.4) and inserts
   // `num_transitions` transitions (reward 1, discount 0.99 or 0 when the
-  // pole fell).
-  explicit CartPoleReplay(int num_transitions, uint64_t seed = 0);
+  // pole fell). The first `nan_observations` transitions get a NaN
+  // observation instead, for the learner's non-finite-gradient tests (a NaN
+  // reward would not do: the Huber loss's |td| has a zero gradient at NaN,
+  // so only the priorities would be NaN).
+  explicit CartPoleReplay(int num_transitions, uint64_t seed = 0, int nan_observations = 0);
   ~CartPoleReplay();
   std::string endpoint() const { return service_->endpoint(); }
   replay::ReplayService& service() { return *service_; }

@@ -2,15 +2,15 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/rmsprop.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -20,10 +20,10 @@
 #include <torch/nn/utils/clip_grad.h>
 // clang-format on
 
+#include "common/testing/child_process.h"
 #include "learner/rendezvous.h"
 #include "models/q_networks.h"
-
-extern char** environ;
+#include "models/residual_networks.h"
 
 namespace rlswarm::learner::testing {
 
@@ -32,50 +32,80 @@ std::vector<WorkerExit> RunWorkers(const std::string& scenario, int world_size,
   uint16_t port = 0;
   auto store = HostStore(0, std::chrono::milliseconds(20000), &port);
   const auto start = std::chrono::steady_clock::now();
-  std::vector<pid_t> pids;
+  rlswarm::testing::ChildProcessOptions options;
+  options.program = "/proc/self/exe";
+  std::vector<std::unique_ptr<rlswarm::testing::ChildProcess>> workers;
   for (int r = 0; r < world_size; ++r) {
-    std::vector<std::string> args = {"learner_tests",
-                                     "--rlswarm-worker",
-                                     scenario,
-                                     std::to_string(r),
-                                     std::to_string(world_size),
-                                     std::to_string(port),
-                                     dir};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0) {
-      throw std::runtime_error("posix_spawn failed");
-    }
-    pids.push_back(pid);
+    workers.push_back(std::make_unique<rlswarm::testing::ChildProcess>(
+        std::vector<std::string>{"learner_tests", "--rlswarm-worker", scenario, std::to_string(r),
+                                 std::to_string(world_size), std::to_string(port), dir},
+        options));
   }
   std::vector<WorkerExit> exits(world_size);
   for (int r = 0; r < world_size; ++r) {
-    const int fd = static_cast<int>(syscall(SYS_pidfd_open, pids[r], 0));
+    rlswarm::testing::ChildProcess& worker = *workers[r];
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         start + deadline - std::chrono::steady_clock::now());
-    pollfd p{fd, POLLIN, 0};
-    const int ready =
-        fd >= 0 ? poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count()))) : 1;
-    if (fd >= 0) close(fd);
-    if (ready == 0) kill(pids[r], SIGKILL);
-    int status = 0;
-    waitpid(pids[r], &status, 0);
+    const std::optional<int> code = worker.Wait(std::max(left, std::chrono::milliseconds(0)));
+    if (!code) worker.Kill();
     exits[r].seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (ready == 0) {
+    if (!code) {
       exits[r].exit_code = -1000;
-    } else if (WIFEXITED(status)) {
-      exits[r].exit_code = WEXITSTATUS(status);
+    } else if (worker.term_signal() != 0) {
+      exits[r].exit_code = -worker.term_signal();
     } else {
-      exits[r].exit_code = -WTERMSIG(status);
+      exits[r].exit_code = *code;
     }
   }
   return exits;
 }
 
+std::string RunWorkersOnce(const std::string& scenario, int world_size,
+                           std::chrono::seconds deadline) {
+  struct stat st {};
+  stat("/proc/self/exe", &st);
+  const std::string dir = "/tmp/rlswarm_learner_tests_" + std::to_string(getuid()) + "_" +
+                          std::to_string(st.st_ino) + "_" + std::to_string(st.st_size) + "_" +
+                          std::to_string(st.st_mtim.tv_sec) + "_" + scenario + "_world" +
+                          std::to_string(world_size);
+  mkdir(dir.c_str(), 0700);
+  const int lock = open((dir + "/lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  flock(lock, LOCK_EX);  // blocks while another test process runs the workers
+  const std::string done = dir + "/exit_codes.txt";
+  if (ReadText(done).empty()) {
+    std::vector<WorkerExit> exits = RunWorkers(scenario, world_size, dir, deadline);
+    std::ofstream out(done);
+    for (const WorkerExit& e : exits) out << e.exit_code << " ";
+  }
+  flock(lock, LOCK_UN);
+  close(lock);
+  return dir;
+}
+
+std::vector<int> ExitCodes(const std::string& dir) {
+  std::ifstream in(dir + "/exit_codes.txt");
+  std::vector<int> codes;
+  for (int code = 0; in >> code;) codes.push_back(code);
+  return codes;
+}
+
 models::ModelSpec CaseSpec(const std::string& model) {
+  if (model == "residual_mlp") {
+    // Layers of 30, 96, 96, 96, 12 and 28 parameters.
+    return models::MakeResidualMlpSpec(
+        {.input_dim = 4, .width = 6, .blocks = 3, .num_actions = 3, .dueling = true});
+  }
+  if (model == "residual_conv") {
+    return models::MakeResidualConvSpec({.in_channels = 2,
+                                         .num_actions = 3,
+                                         .channels = 3,
+                                         .stages = 2,
+                                         .blocks_per_stage = 1,
+                                         .hidden = 7,
+                                         .grid = 5,
+                                         .channels_last_input = true});
+  }
   if (model == "minatar") {
     return models::MakeMinAtarSpec(
         {.in_channels = 2, .num_actions = 3, .conv_filters = 3, .hidden = 9, .grid = 5});
@@ -105,13 +135,24 @@ std::vector<TrainCase> EquivalenceCases() {
     c.options.sharding.num_to_forward_prefetch = 0;
     c.options.sharding.num_to_backward_prefetch = 0;
   });
-  add("full_shard_prefetch_2", [](TrainCase& c) {
-    c.options.sharding.num_to_forward_prefetch = 2;
-    c.options.sharding.num_to_backward_prefetch = 2;
+  // full_shard itself runs at the default depth, 2.
+  add("full_shard_prefetch_1", [](TrainCase& c) {
+    c.options.sharding.num_to_forward_prefetch = 1;
+    c.options.sharding.num_to_backward_prefetch = 1;
   });
   add("full_shard_allreduce_scatter",
       [](TrainCase& c) { c.options.sharding.reduce_scatter = ReduceScatterImpl::kAllReduce; });
   add("full_shard_wrap_2_1", [](TrainCase& c) { c.options.sharding.layers_per_unit = {2, 1}; });
+  // Units by size: embed+block0 (126 >= 100), then block1+block2 (192)
+  // with the 40-parameter tail (norm, head) merged in: 2 uneven units.
+  add("residual_mlp_wrap_min_params", [](TrainCase& c) {
+    c.model = "residual_mlp";
+    c.options.sharding.wrap_min_params = 100;
+  });
+  add("residual_conv_wrap_min_params", [](TrainCase& c) {
+    c.model = "residual_conv";
+    c.options.sharding.wrap_min_params = 150;
+  });
   add("full_shard_clipped", [](TrainCase& c) { c.options.optimizer.max_grad_norm = 0.05; });
   add("minatar_full_shard_rmsprop_clipped", [](TrainCase& c) {
     c.model = "minatar";
@@ -217,6 +258,13 @@ std::vector<double> Flatten(const models::NamedTensors& named) {
     out.insert(out.end(), d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
   }
   return out;
+}
+
+double MaxAbsDiff(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size() || a.empty()) return INFINITY;
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
 }
 
 std::string ReadText(const std::string& path) {

@@ -3,6 +3,8 @@
 //     rank's share of each global batch; rank 0 writes the gathered
 //     parameters to <dir>/<case>.bin, every rank its byte counts to
 //     <dir>/<case>.rank<r>.txt.
+//   health: RunHealthScenario (harness.h) on "full_shard_clipped".
+//   hybrid: RunHybridScenario (harness.h, hybrid_scenario.cc).
 //   die, die_in_backward: rank 1 exits abruptly before step 2's forward
 //     (or between its forward and backward); the survivors must fail with a
 //     typed error, written to <dir>/rank<r>.err.
@@ -224,10 +226,32 @@ int WorkerMain(int argc, char** argv) {
       Equivalence(a);
     } else if (a.scenario == "cuda_equivalence") {
       CudaEquivalence(a);
+    } else if (a.scenario == "health") {
+      ProcessGroupHandle pg = Join(a, std::chrono::milliseconds(10000));
+      auto comm = std::make_shared<Communicator>(pg.group, a.rank, a.world_size, pg.timeout);
+      for (const TrainCase& c : EquivalenceCases()) {
+        if (c.name != "full_shard_clipped") continue;
+        ShardedModel model(CaseSpec(c.model), c.options, comm);
+        RunHealthScenario(model, a.rank, a.world_size, a.dir);
+      }
+    } else if (a.scenario == "hybrid") {
+      RunHybridScenario(Join(a, std::chrono::milliseconds(10000)), a.dir);
+    } else if (a.scenario == "activation_checkpointing" || a.scenario == "trace") {
+      ProcessGroupHandle pg = Join(a, std::chrono::milliseconds(10000));
+      auto comm = std::make_shared<Communicator>(pg.group, a.rank, a.world_size, pg.timeout);
+      if (a.scenario == "trace") {
+        RunTraceScenario(comm, a.rank, a.world_size, a.dir);
+      } else {
+        RunActivationCheckpointScenario(comm, a.rank, a.world_size, a.dir);
+      }
     } else if (a.scenario == "die") {
       Die(a, false);
     } else if (a.scenario == "die_in_backward") {
       Die(a, true);
+    } else if (a.scenario.rfind("async_ckpt_", 0) == 0) {
+      RunAsyncCheckpointScenario(a.scenario, Join(a, std::chrono::milliseconds(20000)), a.dir);
+    } else if (a.scenario.rfind("watchdog_", 0) == 0) {
+      RunWatchdogScenario(a.scenario, a.rank, a.world_size, a.port, a.dir);
     } else if (a.scenario.rfind("ckpt_", 0) == 0 || a.scenario == "publish" ||
                a.scenario == "dqn_replay") {
       ProcessGroupHandle pg = Join(a, std::chrono::milliseconds(20000));

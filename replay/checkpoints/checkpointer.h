@@ -32,9 +32,9 @@
 #include <optional>
 #include <string>
 
+#include "common/thread_annotations.h"
 #include "replay/checkpoints/interface.h"
 #include "replay/table.h"
-#include "replay/thread_annotations.h"
 
 namespace rlswarm::replay {
 

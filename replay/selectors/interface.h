@@ -12,7 +12,7 @@
 #include <memory>
 #include <string_view>
 
-#include "replay/rng.h"
+#include "common/random.h"
 
 namespace rlswarm::replay {
 

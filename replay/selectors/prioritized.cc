@@ -48,7 +48,7 @@ Selection PrioritizedSelector::Sample(Rng& rng) const {
   assert(!batching_);
   const double total = tree_.Total();
   if (!(total > 0)) return live_.Sample(rng);
-  const std::int64_t slot = tree_.Find(rng.UniformDouble() * total);
+  const std::int64_t slot = tree_.Find(rng.Uniform01() * total);
   return {slot, tree_.Get(slot) / total};
 }
 

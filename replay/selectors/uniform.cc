@@ -27,7 +27,7 @@ void UniformSelector::Remove(std::int64_t slot) {
 Selection UniformSelector::Sample(Rng& rng) const {
   assert(!live_.empty());
   const auto n = static_cast<std::uint64_t>(live_.size());
-  return {live_[rng.UniformInt(n)], 1.0 / static_cast<double>(n)};
+  return {live_[rng.Below(n)], 1.0 / static_cast<double>(n)};
 }
 
 }  // namespace rlswarm::replay

@@ -11,7 +11,7 @@ std::shared_ptr<BufferPool> BufferPool::Create(std::size_t max_buffers) {
 std::vector<std::byte> BufferPool::Take(std::size_t bytes) {
   std::vector<std::byte> buffer;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!idle_.empty()) {
       buffer = std::move(idle_.back());
       idle_.pop_back();
@@ -34,12 +34,12 @@ std::shared_ptr<const std::vector<std::byte>> BufferPool::Share(std::vector<std:
 }
 
 void BufferPool::Give(std::vector<std::byte>&& buffer) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (idle_.size() < max_buffers_) idle_.push_back(std::move(buffer));
 }
 
 std::size_t BufferPool::idle() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return idle_.size();
 }
 

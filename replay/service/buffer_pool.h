@@ -11,8 +11,9 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <vector>
+
+#include "common/thread_annotations.h"
 
 namespace rlswarm::replay {
 
@@ -36,8 +37,8 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   void Give(std::vector<std::byte>&& buffer);
 
   const std::size_t max_buffers_;
-  mutable std::mutex mu_;
-  std::vector<std::vector<std::byte>> idle_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<std::vector<std::byte>> idle_ RLSWARM_GUARDED_BY(mu_);
 };
 
 }  // namespace rlswarm::replay

@@ -8,7 +8,6 @@
 namespace rlswarm::replay::protocol {
 namespace {
 
-using rpc::Payload;
 using Json = nlohmann::json;
 
 Json ParseJson(const Payload& payload, const char* what) {

@@ -1,7 +1,7 @@
 #pragma once
 
 // The wire format of the replay service: how each method's request and reply
-// map onto rpc payloads (rpc/payload.h: one frame per array, with its dtype
+// map onto rpc payloads (common/payload.h: one frame per array, with its dtype
 // and shape). The service (replay_service.h) and the clients
 // (replay_writer.h, replay_sampler.h) both use these functions, so the format
 // is defined once. A small JSON payload carries names and scalars; arrays
@@ -41,8 +41,8 @@
 #include <string>
 #include <vector>
 
+#include "common/payload.h"
 #include "replay/table_types.h"
-#include "rpc/payload.h"
 
 namespace rlswarm::replay::protocol {
 
@@ -78,31 +78,31 @@ struct DecodedInsert {
 };
 
 // `batch` must be a valid InsertBatch (the table checks it again).
-std::vector<rpc::Payload> EncodeInsert(const InsertBatch& batch);
+std::vector<Payload> EncodeInsert(const InsertBatch& batch);
 // As EncodeInsert, but the frames point into the batch's memory, which
 // `owner` keeps alive (no copy); a null owner copies.
-std::vector<rpc::Payload> EncodeInsertSharing(const InsertBatch& batch,
-                                              const std::shared_ptr<const void>& owner);
+std::vector<Payload> EncodeInsertSharing(const InsertBatch& batch,
+                                         const std::shared_ptr<const void>& owner);
 // As EncodeInsert for `items` rows of `signature` held in `columns` (one
 // buffer per field, signature order), which the frames share: no copy. A
 // buffer's owner may carry a deleter (the writer recycles its buffers).
 using ColumnBuffer = std::shared_ptr<const std::vector<std::byte>>;
-std::vector<rpc::Payload> EncodeInsertAdopting(const Signature& signature, std::int64_t items,
-                                               std::vector<ColumnBuffer> columns,
-                                               std::vector<double> priorities,
-                                               std::int64_t policy_version);
+std::vector<Payload> EncodeInsertAdopting(const Signature& signature, std::int64_t items,
+                                          std::vector<ColumnBuffer> columns,
+                                          std::vector<double> priorities,
+                                          std::int64_t policy_version);
 // Checks the frame layout and dtypes; the table checks the fields against
 // its signature. `decoded.fields` point into `decoded.names` and `payloads`.
-void DecodeInsert(const std::vector<rpc::Payload>& payloads, DecodedInsert& decoded);
+void DecodeInsert(const std::vector<Payload>& payloads, DecodedInsert& decoded);
 InsertBatch ToInsertBatch(const DecodedInsert& decoded);
 
-rpc::Payload EncodeKeys(int shard, const std::vector<std::uint64_t>& local_keys);
-std::vector<std::uint64_t> DecodeKeys(const std::vector<rpc::Payload>& payloads);
+Payload EncodeKeys(int shard, const std::vector<std::uint64_t>& local_keys);
+std::vector<std::uint64_t> DecodeKeys(const std::vector<Payload>& payloads);
 
 // --- sample ------------------------------------------------------------------
 
-std::vector<rpc::Payload> EncodeSampleRequest(const SampleRequest& request);
-SampleRequest DecodeSampleRequest(const std::vector<rpc::Payload>& payloads);
+std::vector<Payload> EncodeSampleRequest(const SampleRequest& request);
+SampleRequest DecodeSampleRequest(const std::vector<Payload>& payloads);
 
 // One shard's reply: the batch (keys already global) and the shard's totals
 // after the draw.
@@ -113,28 +113,27 @@ struct ShardSample {
 };
 
 // Zero-copy: the field payloads share the batch's buffers.
-std::vector<rpc::Payload> EncodeSampleReply(int shard, const TableTotals& totals,
-                                            SampledBatch batch);
+std::vector<Payload> EncodeSampleReply(int shard, const TableTotals& totals, SampledBatch batch);
 // Zero-copy for the fields: they keep the reply's frames alive.
-ShardSample DecodeSampleReply(const std::vector<rpc::Payload>& payloads);
+ShardSample DecodeSampleReply(const std::vector<Payload>& payloads);
 
 // --- priorities and totals -----------------------------------------------------
 
-std::vector<rpc::Payload> EncodePriorityUpdate(std::span<const std::uint64_t> keys,
-                                               std::span<const double> priorities);
+std::vector<Payload> EncodePriorityUpdate(std::span<const std::uint64_t> keys,
+                                          std::span<const double> priorities);
 // Views into `payloads`.
-void DecodePriorityUpdate(const std::vector<rpc::Payload>& payloads,
+void DecodePriorityUpdate(const std::vector<Payload>& payloads,
                           std::span<const std::uint64_t>& keys,
                           std::span<const double>& priorities);
 
-rpc::Payload EncodeTotals(const TableTotals& totals);
+Payload EncodeTotals(const TableTotals& totals);
 // From payloads[index].
-TableTotals DecodeTotals(const std::vector<rpc::Payload>& payloads, std::size_t index);
+TableTotals DecodeTotals(const std::vector<Payload>& payloads, std::size_t index);
 
-std::vector<rpc::Payload> EncodePriorityUpdateReply(const PriorityUpdateResult& result,
-                                                    const TableTotals& totals);
+std::vector<Payload> EncodePriorityUpdateReply(const PriorityUpdateResult& result,
+                                               const TableTotals& totals);
 std::pair<PriorityUpdateResult, TableTotals> DecodePriorityUpdateReply(
-    const std::vector<rpc::Payload>& payloads);
+    const std::vector<Payload>& payloads);
 
 // --- reconfigure ----------------------------------------------------------------
 

@@ -20,7 +20,7 @@ TEST(ProtocolTest, GlobalKeysCarryTheirShard) {
 TEST(ProtocolTest, InsertRoundTripsNamesFieldsPrioritiesAndVersion) {
   testing::TestBatch items(3, 10);
   const std::vector<double> priorities = {1, 2, 3};
-  const std::vector<rpc::Payload> payloads = EncodeInsert(items.Get(priorities, 42));
+  const std::vector<Payload> payloads = EncodeInsert(items.Get(priorities, 42));
   DecodedInsert decoded;
   DecodeInsert(payloads, decoded);
   ASSERT_EQ(decoded.fields.size(), 3u);
@@ -34,7 +34,7 @@ TEST(ProtocolTest, InsertRoundTripsNamesFieldsPrioritiesAndVersion) {
 
 TEST(ProtocolTest, InsertWithoutPrioritiesOrWithWrongPayloadCountIsHandled) {
   testing::TestBatch items(2);
-  std::vector<rpc::Payload> payloads = EncodeInsert(items.Get());
+  std::vector<Payload> payloads = EncodeInsert(items.Get());
   DecodedInsert decoded;
   DecodeInsert(payloads, decoded);
   EXPECT_TRUE(decoded.priorities.empty());
@@ -51,7 +51,7 @@ TEST(ProtocolTest, SampleReplyRoundTripsWithoutCopyingFields) {
   SampledBatch batch = table.Sample({5});
   const std::vector<std::uint64_t> local_keys = batch.keys;
   const std::byte* observation = batch.fields[0].data.get();
-  const std::vector<rpc::Payload> payloads = EncodeSampleReply(2, {4, 5, 4, 4.0}, std::move(batch));
+  const std::vector<Payload> payloads = EncodeSampleReply(2, {4, 5, 4, 4.0}, std::move(batch));
   EXPECT_EQ(payloads[10].bytes().data(), observation);  // adopted, not copied
   const ShardSample decoded = DecodeSampleReply(payloads);
   EXPECT_EQ(decoded.shard, 2);
@@ -62,7 +62,7 @@ TEST(ProtocolTest, SampleReplyRoundTripsWithoutCopyingFields) {
     EXPECT_EQ(decoded.batch.policy_versions[i], 3);
   }
   EXPECT_EQ(decoded.batch.fields[0].data.get(), observation);
-  std::vector<rpc::Payload> truncated(payloads.begin(), payloads.begin() + 11);
+  std::vector<Payload> truncated(payloads.begin(), payloads.begin() + 11);
   EXPECT_THROW(DecodeSampleReply(truncated), InvalidArgument);
 }
 

@@ -140,7 +140,7 @@ namespace {
 // Call; see rpc::Client::Invoke) and returns the result as a ready future, so
 // the collecting code is the same either way.
 std::future<rpc::Reply> StartShardCall(rpc::Client& client, const char* method,
-                                       std::vector<rpc::Payload> payloads,
+                                       std::vector<Payload> payloads,
                                        const rpc::CallOptions& options, bool alone) {
   if (!alone) return client.Call(method, std::move(payloads), options);
   std::promise<rpc::Reply> promise;
@@ -165,7 +165,7 @@ void ReplaySampler::MarkUpLocked(std::size_t s, const TableTotals& totals) {
 void ReplaySampler::RefreshStaleTotals(Clock::time_point deadline) {
   std::vector<std::pair<std::size_t, std::future<rpc::Reply>>> calls;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto now = Clock::now();
     for (std::size_t s = 0; s < shards_.size(); ++s) {
       const ShardState& st = state_[s];
@@ -180,10 +180,10 @@ void ReplaySampler::RefreshStaleTotals(Clock::time_point deadline) {
   for (auto& [s, future] : calls) {
     try {
       const TableTotals totals = protocol::DecodeTotals(future.get().payloads, 0);
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       MarkUpLocked(s, totals);
     } catch (const std::exception& e) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (state_[s].failures_in_a_row == 0) {
         spdlog::warn("replay sampler: shard {} does not answer ({}); skipping it", s, e.what());
       }
@@ -213,7 +213,7 @@ SampledBatch ReplaySampler::Sample(std::int64_t batch_size,
     std::vector<double> q(shards_.size(), 0.0);
     std::vector<std::int64_t> counts(shards_.size(), 0);
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       const auto now = Clock::now();
       double total = 0;
       for (int pass = 0; pass < 3 && total <= 0; ++pass) {
@@ -235,7 +235,7 @@ SampledBatch ReplaySampler::Sample(std::int64_t batch_size,
         if (q[s] > 0) last = s;
       }
       for (std::int64_t i = 0; i < remaining; ++i) {
-        const double u = rng_.UniformDouble();
+        const double u = rng_.Uniform01();
         std::size_t chosen = last;
         double cumulative = 0;
         for (std::size_t s = 0; s < q.size(); ++s) {
@@ -270,7 +270,7 @@ SampledBatch ReplaySampler::Sample(std::int64_t batch_size,
         const auto now = Clock::now();
         if (now >= deadline) break;
         if (straggler_deadline && now >= *straggler_deadline) {
-          std::lock_guard lock(mu_);
+          MutexLock lock(mu_);
           for (auto& [s, future] : calls) {
             spdlog::warn(
                 "replay sampler: shard {} did not answer within {} ms of the others; "
@@ -294,7 +294,7 @@ SampledBatch ReplaySampler::Sample(std::int64_t batch_size,
                                    std::to_string(part.shard) + ", expected " + std::to_string(s));
         }
         {
-          std::lock_guard lock(mu_);
+          MutexLock lock(mu_);
           MarkUpLocked(s, part.totals);
         }
         remaining -= counts[s];
@@ -302,7 +302,7 @@ SampledBatch ReplaySampler::Sample(std::int64_t batch_size,
         parts.push_back(std::move(part));
       } catch (...) {
         if (IsShardDown(std::current_exception())) {
-          std::lock_guard lock(mu_);
+          MutexLock lock(mu_);
           MarkDownLocked(s);
           spdlog::warn("replay sampler: shard {} is down; drawing its share elsewhere", s);
         } else if (!failure) {
@@ -319,7 +319,7 @@ SampledBatch ReplaySampler::Sample(std::int64_t batch_size,
   }
   std::int64_t total_size = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const ShardState& st : state_) total_size += st.totals.size;
     ++stats_.batches;
   }
@@ -329,7 +329,7 @@ SampledBatch ReplaySampler::Sample(std::int64_t batch_size,
   } else {
     batch = Merge(parts, part_q, total_size);
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stats_.items += batch.size();
   return batch;
 }
@@ -376,17 +376,17 @@ PriorityUpdateResult ReplaySampler::UpdatePriorities(std::span<const std::uint64
       const auto [counts, totals] = protocol::DecodePriorityUpdateReply(future.get().payloads);
       result.updated += counts.updated;
       result.ignored += counts.ignored;
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       MarkUpLocked(s, totals);
     } catch (const Unavailable&) {
       const auto n = static_cast<std::int64_t>(shard_keys[s].size());
       result.ignored += n;
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stats_.priority_updates_lost += n;
     } catch (const DeadlineExceeded&) {
       const auto n = static_cast<std::int64_t>(shard_keys[s].size());
       result.ignored += n;
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stats_.priority_updates_lost += n;
     } catch (...) {
       if (!failure) failure = std::current_exception();
@@ -398,20 +398,20 @@ PriorityUpdateResult ReplaySampler::UpdatePriorities(std::span<const std::uint64
 
 std::vector<TableTotals> ReplaySampler::Totals() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (ShardState& st : state_) {
       st.known = false;
       st.down_until = {};
     }
   }
   RefreshStaleTotals(Clock::now() + options_.timeout);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<TableTotals> totals;
   for (const ShardState& st : state_) totals.push_back(st.totals);
   return totals;
 }
 
-rpc::Reply ReplaySampler::CallShard(int s, const char* method, std::vector<rpc::Payload> payloads,
+rpc::Reply ReplaySampler::CallShard(int s, const char* method, std::vector<Payload> payloads,
                                     bool idempotent) {
   rpc::CallOptions call{options_.timeout, idempotent};
   return shard(s).Invoke(method, std::move(payloads), call);
@@ -430,15 +430,15 @@ std::string ReplaySampler::Checkpoint(int s) {
 }
 
 std::string ReplaySampler::Reconfigure(int s, const TableReconfig& change) {
-  std::vector<rpc::Payload> payloads;
-  payloads.push_back(rpc::Payload::FromString(protocol::EncodeReconfig(change)));
+  std::vector<Payload> payloads;
+  payloads.push_back(Payload::FromString(protocol::EncodeReconfig(change)));
   rpc::Reply reply = CallShard(s, protocol::kReconfigure, std::move(payloads), true);
   if (reply.payloads.size() != 1) throw Internal("reconfigure: malformed reply");
   return reply.payloads[0].ToString();
 }
 
 ReplaySamplerStats ReplaySampler::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 

@@ -33,13 +33,13 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "replay/rng.h"
+#include "common/random.h"
+#include "common/thread_annotations.h"
 #include "replay/table_types.h"
 #include "rpc/client.h"
 
@@ -111,18 +111,18 @@ class ReplaySampler {
     bool known = false;
   };
   void RefreshStaleTotals(std::chrono::steady_clock::time_point deadline);
-  void MarkDownLocked(std::size_t shard);
-  void MarkUpLocked(std::size_t shard, const TableTotals& totals);
-  rpc::Reply CallShard(int shard, const char* method, std::vector<rpc::Payload> payloads,
+  void MarkDownLocked(std::size_t shard) RLSWARM_REQUIRES(mu_);
+  void MarkUpLocked(std::size_t shard, const TableTotals& totals) RLSWARM_REQUIRES(mu_);
+  rpc::Reply CallShard(int shard, const char* method, std::vector<Payload> payloads,
                        bool idempotent);
   rpc::Client& shard(int i);
 
   const ReplaySamplerOptions options_;
   std::vector<std::unique_ptr<rpc::Client>> shards_;
-  mutable std::mutex mu_;  // guards the members below
-  std::vector<ShardState> state_;
-  Rng rng_;
-  ReplaySamplerStats stats_;
+  mutable Mutex mu_;
+  std::vector<ShardState> state_ RLSWARM_GUARDED_BY(mu_);
+  Rng rng_ RLSWARM_GUARDED_BY(mu_);
+  ReplaySamplerStats stats_ RLSWARM_GUARDED_BY(mu_);
 };
 
 }  // namespace rlswarm::replay

@@ -11,7 +11,6 @@
 namespace rlswarm::replay {
 namespace {
 
-using rpc::Payload;
 using rpc::Request;
 using rpc::Responder;
 using Json = nlohmann::json;
@@ -82,7 +81,7 @@ ReplayService::~ReplayService() { Stop(); }
 
 void ReplayService::Start() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (started_) throw FailedPrecondition("replay service: Start() called twice");
     started_ = true;
   }
@@ -92,7 +91,7 @@ void ReplayService::Start() {
     spdlog::info("shard {}: resumed from {} ({} items, checkpoint {})", options_.shard,
                  loaded->info.path, loaded->info.items, loaded->info.sequence);
     table_ = std::move(loaded->table);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stats_.loaded = loaded->info;
   } else {
     if (checkpointer_) {
@@ -110,8 +109,12 @@ void ReplayService::Start() {
     client.name = "replay-peer";
     peers_.push_back(std::make_unique<rpc::Client>(client));
   }
-  peer_totals_.assign(peers_.size(), TableTotals{});
-  peer_call_pending_.assign(peers_.size(), false);
+  {
+    // No other thread runs yet; the lock is for the analysis' sake.
+    MutexLock lock(mu_);
+    peer_totals_.assign(peers_.size(), TableTotals{});
+    peer_call_pending_.assign(peers_.size(), false);
+  }
   maintenance_ = std::thread([this] { MaintenanceLoop(); });
   if (options_.checkpoint_interval.count() > 0) {
     checkpointing_ = std::thread([this] { CheckpointLoop(); });
@@ -132,11 +135,11 @@ Table& ReplayService::table() {
 
 void ReplayService::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!started_ || stopping_) return;
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   table_->Close();
   server_->Stop();
   if (maintenance_.joinable()) maintenance_.join();
@@ -158,12 +161,12 @@ CheckpointInfo ReplayService::WriteCheckpoint() {
   }
   try {
     CheckpointInfo info = checkpointer_->Write(table());
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.checkpoints_written;
     stats_.last_checkpoint = info;
     return info;
   } catch (const std::exception& e) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.checkpoints_failed;
     stats_.last_checkpoint_error = e.what();
     throw;
@@ -171,7 +174,7 @@ CheckpointInfo ReplayService::WriteCheckpoint() {
 }
 
 ReplayServiceStats ReplayService::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
@@ -307,24 +310,25 @@ void ReplayService::RegisterHandlers() {
 
 void ReplayService::MaintenanceLoop() {
   auto next_poll = std::chrono::steady_clock::now();
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
-    lock.unlock();
+    lock.Unlock();
     const auto now = std::chrono::steady_clock::now();
     table_->ExpireWaiters(now);
     if (!peers_.empty() && now >= next_poll) {
       PollPeers();
       next_poll = now + options_.peer_poll_interval;
     }
-    lock.lock();
-    wake_.wait_for(lock, options_.expiry_interval, [this] { return stopping_; });
+    lock.Lock();
+    wake_.WaitFor(lock, options_.expiry_interval,
+                  [this]() RLSWARM_REQUIRES(mu_) { return stopping_; });
   }
 }
 
 void ReplayService::PollPeers() {
   for (std::size_t i = 0; i < peers_.size(); ++i) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (peer_call_pending_[i] || stopping_) continue;
       peer_call_pending_[i] = true;
     }
@@ -336,7 +340,7 @@ void ReplayService::PollPeers() {
           std::int64_t inserts = 0;
           std::int64_t samples = 0;
           {
-            std::lock_guard lock(mu_);
+            MutexLock lock(mu_);
             peer_call_pending_[i] = false;
             if (!reply || error || stopping_) {
               if (!stopping_) ++stats_.peer_polls_failed;
@@ -360,17 +364,20 @@ void ReplayService::PollPeers() {
 }
 
 void ReplayService::CheckpointLoop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
-    if (wake_.wait_for(lock, options_.checkpoint_interval, [this] { return stopping_; })) break;
-    lock.unlock();
+    if (wake_.WaitFor(lock, options_.checkpoint_interval,
+                      [this]() RLSWARM_REQUIRES(mu_) { return stopping_; })) {
+      break;
+    }
+    lock.Unlock();
     try {
       WriteCheckpoint();  // the checkpointer logs what it wrote
     } catch (const std::exception& e) {
       spdlog::error("shard {}: checkpoint failed, the last good one stays: {}", options_.shard,
                     e.what());
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 

@@ -26,15 +26,14 @@
 // Thread safety: all public methods are thread safe; Start and Stop once each.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/thread_annotations.h"
 #include "replay/checkpoints/checkpointer.h"
 #include "replay/table.h"
 #include "rpc/client.h"
@@ -115,14 +114,15 @@ class ReplayService {
   std::unique_ptr<rpc::Server> server_;
   std::vector<std::unique_ptr<rpc::Client>> peers_;
 
-  mutable std::mutex mu_;  // guards the members below
-  std::condition_variable wake_;
-  bool started_ = false;
-  bool stopping_ = false;
-  ReplayServiceStats stats_;
-  std::vector<TableTotals> peer_totals_;
-  std::vector<bool> peer_call_pending_;
+  mutable Mutex mu_;
+  CondVar wake_;
+  bool started_ RLSWARM_GUARDED_BY(mu_) = false;
+  bool stopping_ RLSWARM_GUARDED_BY(mu_) = false;
+  ReplayServiceStats stats_ RLSWARM_GUARDED_BY(mu_);
+  std::vector<TableTotals> peer_totals_ RLSWARM_GUARDED_BY(mu_);
+  std::vector<bool> peer_call_pending_ RLSWARM_GUARDED_BY(mu_);
 
+  // Started by Start, joined by Stop.
   std::thread maintenance_;
   std::thread checkpointing_;
 };

@@ -14,7 +14,7 @@ using Clock = std::chrono::steady_clock;
 // A sealed batch, encoded once and kept until a shard acknowledges it, so a
 // retry resends the same frames.
 struct ReplayWriter::Batch {
-  std::vector<rpc::Payload> payloads;
+  std::vector<Payload> payloads;
   std::int64_t items = 0;
 };
 
@@ -100,7 +100,7 @@ void ReplayWriter::AppendShared(const InsertBatch& items, std::shared_ptr<const 
   auto batch = std::make_shared<Batch>();
   batch->items = n;
   batch->payloads = protocol::EncodeInsertSharing(items, owner);
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) throw Cancelled("replay writer is closed");
   if (staging_->items > 0) {
     WaitForRoomLocked(lock);
@@ -110,14 +110,14 @@ void ReplayWriter::AppendShared(const InsertBatch& items, std::shared_ptr<const 
   PushReadyLocked(std::move(batch));
   stats_.items_appended += n;
   std::vector<Dispatch> dispatches = TakeDispatchesLocked();
-  lock.unlock();
+  lock.Unlock();
   SendAll(std::move(dispatches));
 }
 
 void ReplayWriter::Append(const InsertBatch& items) {
   std::vector<const std::byte*> ordered;
   const std::int64_t n = Validate(items, ordered);
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) throw Cancelled("replay writer is closed");
   Staging& s = *staging_;
   const bool has_priorities = !items.priorities.empty();
@@ -144,21 +144,21 @@ void ReplayWriter::Append(const InsertBatch& items) {
     SealLocked();
   }
   std::vector<Dispatch> dispatches = TakeDispatchesLocked();
-  lock.unlock();
+  lock.Unlock();
   SendAll(std::move(dispatches));
 }
 
-void ReplayWriter::WaitForRoomLocked(std::unique_lock<std::mutex>& lock) {
+void ReplayWriter::WaitForRoomLocked(MutexLock& lock) {
   // Room for the batch about to be sealed: wait, then (SealLocked) drop the
   // oldest. Only the first seal of an outage waits; later ones drop at once
   // until the buffer drains (an unreachable replay costs the actor one
   // max_block, not one per batch). A rate limiter that holds inserts only
   // makes the actor wait (max_block is long for paced runs).
-  auto has_room = [this] {
+  auto has_room = [this]() RLSWARM_REQUIRES(mu_) {
     return closed_ || static_cast<std::int64_t>(ready_.size()) < options_.max_buffered_batches;
   };
   if (!has_room() && !dropping_) {
-    dropping_ = !changed_.wait_for(lock, options_.max_block, has_room);
+    dropping_ = !changed_.WaitFor(lock, options_.max_block, has_room);
   } else if (has_room()) {
     dropping_ = false;
   }
@@ -221,7 +221,7 @@ std::vector<ReplayWriter::Dispatch> ReplayWriter::TakeDispatchesLocked() {
     ++stats_.batches_sent;
   }
   stats_.buffered = static_cast<std::int64_t>(ready_.size());
-  if (!dispatches.empty()) changed_.notify_all();  // room for a blocked Append
+  if (!dispatches.empty()) changed_.NotifyAll();  // room for a blocked Append
   return dispatches;
 }
 
@@ -230,7 +230,7 @@ void ReplayWriter::SendAll(std::vector<Dispatch> dispatches) {
 }
 
 void ReplayWriter::TimerLoop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!closed_) {
     const auto now = Clock::now();
     // A full buffer keeps the staged items staged (no drop): the next
@@ -241,9 +241,9 @@ void ReplayWriter::TimerLoop() {
     }
     std::vector<Dispatch> dispatches = TakeDispatchesLocked();
     if (!dispatches.empty()) {
-      lock.unlock();
+      lock.Unlock();
       SendAll(std::move(dispatches));
-      lock.lock();
+      lock.Lock();
       continue;
     }
     Clock::time_point wake = now + options_.flush_interval;
@@ -252,14 +252,14 @@ void ReplayWriter::TimerLoop() {
       // Every shard is down: wake when the first may be tried again.
       wake = std::min(wake, *std::min_element(down_until_.begin(), down_until_.end()));
     }
-    timer_wake_.wait_until(lock, wake);
+    timer_wake_.WaitUntil(lock, wake);
   }
 }
 
 void ReplayWriter::Send(std::shared_ptr<Batch> batch, int shard) {
   rpc::CallOptions call;
   call.timeout = options_.insert_timeout;
-  std::vector<rpc::Payload> payloads = batch->payloads;  // handles: the frames are shared
+  std::vector<Payload> payloads = batch->payloads;  // handles: the frames are shared
   shards_[shard]->CallAsync(protocol::kInsert, std::move(payloads), call,
                             [this, batch, shard](rpc::Reply*, std::exception_ptr error) {
                               OnReply(batch, shard, error);
@@ -282,7 +282,7 @@ void ReplayWriter::OnReply(std::shared_ptr<Batch> batch, int shard, std::excepti
       message = e.what();
     }
   }
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   --stats_.in_flight;
   if (!error) {
     stats_.items_acknowledged += batch->items;
@@ -295,56 +295,56 @@ void ReplayWriter::OnReply(std::shared_ptr<Batch> batch, int shard, std::excepti
     }
   } else {
     // Unavailable, DeadlineExceeded, ...: keep it and try another shard.
+    // Back to the front even when the buffer is full of newer batches: it
+    // was counted against the buffer while in flight (the buffer plus the
+    // calls in flight stay bounded), and dropping it here would lose items
+    // while the actor is still within max_block (a rate limiter that holds
+    // inserts past insert_timeout fails every call in flight).
     down_until_[shard] = Clock::now() + options_.retry_backoff;
-    if (static_cast<std::int64_t>(ready_.size()) >= options_.max_buffered_batches) {
-      // It is the oldest batch, and the buffer is full of newer ones.
-      stats_.items_dropped += batch->items;
-    } else {
-      ++stats_.batches_retried;
-      spdlog::debug("replay writer: shard {} failed a batch ({}), resending", shard, message);
-      ready_.push_front(std::move(batch));
-    }
+    ++stats_.batches_retried;
+    spdlog::debug("replay writer: shard {} failed a batch ({}), resending", shard, message);
+    ready_.push_front(std::move(batch));
     stats_.buffered = static_cast<std::int64_t>(ready_.size());
-    timer_wake_.notify_one();  // if every shard is down now, it times the resend
+    timer_wake_.NotifyOne();  // if every shard is down now, it times the resend
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
   // The next batch goes from here (this is the rpc client's I/O thread;
   // CallAsync never blocks).
   std::vector<Dispatch> dispatches = TakeDispatchesLocked();
-  lock.unlock();
+  lock.Unlock();
   SendAll(std::move(dispatches));
 }
 
 bool ReplayWriter::Flush(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   // The staged items wait for room like any batch (the buffer may be full
   // of batches a slow shard has not taken yet): a flush drops nothing
   // before its timeout.
-  changed_.wait_until(lock, deadline, [this] {
+  changed_.WaitUntil(lock, deadline, [this]() RLSWARM_REQUIRES(mu_) {
     return closed_ || static_cast<std::int64_t>(ready_.size()) < options_.max_buffered_batches;
   });
   SealLocked();
   std::vector<Dispatch> dispatches = TakeDispatchesLocked();
-  lock.unlock();
+  lock.Unlock();
   SendAll(std::move(dispatches));
-  lock.lock();
-  return changed_.wait_until(lock, deadline, [this] {
+  lock.Lock();
+  return changed_.WaitUntil(lock, deadline, [this]() RLSWARM_REQUIRES(mu_) {
     return closed_ || (ready_.empty() && stats_.in_flight == 0 && staging_->items == 0);
   }) && !closed_;
 }
 
 void ReplayWriter::Close() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (closed_) return;
     closed_ = true;
   }
-  changed_.notify_all();
-  timer_wake_.notify_all();
+  changed_.NotifyAll();
+  timer_wake_.NotifyAll();
   if (timer_.joinable()) timer_.join();
   for (auto& shard : shards_) shard->Close();  // pending calls end Cancelled (OnReply counts them)
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& batch : ready_) stats_.items_dropped += batch->items;
   stats_.items_dropped += staging_->items;
   ready_.clear();
@@ -354,7 +354,7 @@ void ReplayWriter::Close() {
 }
 
 ReplayWriterStats ReplayWriter::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ReplayWriterStats s = stats_;
   s.staged_items = staging_->items;
   return s;

@@ -18,8 +18,10 @@
 //     reply was lost with its connection may be stored twice.
 //   * A batch the shard rejects (InvalidArgument: the service's signature
 //     differs) is dropped, counted and logged: resending cannot help.
-//   * Memory is bounded: at most max_buffered_batches sealed batches wait.
-//     When that many wait (replay unreachable or slower than the actor),
+//   * Memory is bounded: at most max_buffered_batches sealed batches wait,
+//     plus up to max_in_flight that failed and wait to be resent (they are
+//     never dropped for a full buffer). When that many wait (replay
+//     unreachable, or slower than the actor, or holding inserts back),
 //     Append blocks up to max_block for room, then drops the oldest waiting
 //     batch and counts its items in stats().items_dropped; until the buffer
 //     has room again, later appends drop without waiting. The actor never
@@ -28,15 +30,14 @@
 // Thread safety: all public methods are thread safe.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/thread_annotations.h"
 #include "replay/service/buffer_pool.h"
 #include "replay/table_types.h"
 #include "rpc/client.h"
@@ -106,21 +107,21 @@ class ReplayWriter {
   // Validates `items` against the signature (and their priorities); the
   // number of items.
   std::int64_t Validate(const InsertBatch& items, std::vector<const std::byte*>& ordered) const;
-  void WaitForRoomLocked(std::unique_lock<std::mutex>& lock);
-  void PushReadyLocked(std::shared_ptr<Batch> batch);
-  void SealLocked();
+  void WaitForRoomLocked(MutexLock& lock) RLSWARM_REQUIRES(mu_);
+  void PushReadyLocked(std::shared_ptr<Batch> batch) RLSWARM_REQUIRES(mu_);
+  void SealLocked() RLSWARM_REQUIRES(mu_);
   struct Dispatch {
     std::shared_ptr<Batch> batch;
     int shard = 0;
   };
   // Takes the ready batches that may go now (in flight < max_in_flight, a
   // shard up); the caller sends them with SendAll after unlocking mu_.
-  std::vector<Dispatch> TakeDispatchesLocked();
+  std::vector<Dispatch> TakeDispatchesLocked() RLSWARM_REQUIRES(mu_);
   void SendAll(std::vector<Dispatch> dispatches);
   void TimerLoop();
   void Send(std::shared_ptr<Batch> batch, int shard);
   void OnReply(std::shared_ptr<Batch> batch, int shard, std::exception_ptr error);
-  int PickShardLocked(std::chrono::steady_clock::time_point now);
+  int PickShardLocked(std::chrono::steady_clock::time_point now) RLSWARM_REQUIRES(mu_);
 
   const ReplayWriterOptions options_;
   std::vector<std::unique_ptr<rpc::Client>> shards_;
@@ -128,17 +129,18 @@ class ReplayWriter {
   // come from here and return after their batch is acknowledged.
   std::vector<std::shared_ptr<BufferPool>> pools_;
 
-  mutable std::mutex mu_;
-  std::condition_variable changed_;     // room, acknowledgements (Append, Flush)
-  std::condition_variable timer_wake_;  // closed, a shard failed
-  bool closed_ = false;
-  bool dropping_ = false;  // the buffer stayed full for max_block: drop without waiting
-  std::unique_ptr<Staging> staging_;
-  std::chrono::steady_clock::time_point staged_since_;
-  std::deque<std::shared_ptr<Batch>> ready_;
-  std::vector<std::chrono::steady_clock::time_point> down_until_;
-  int next_shard_ = 0;
-  ReplayWriterStats stats_;
+  mutable Mutex mu_;
+  CondVar changed_;     // room, acknowledgements (Append, Flush)
+  CondVar timer_wake_;  // closed, a shard failed
+  bool closed_ RLSWARM_GUARDED_BY(mu_) = false;
+  // The buffer stayed full for max_block: drop without waiting.
+  bool dropping_ RLSWARM_GUARDED_BY(mu_) = false;
+  std::unique_ptr<Staging> staging_ RLSWARM_PT_GUARDED_BY(mu_);  // set once, by the constructor
+  std::chrono::steady_clock::time_point staged_since_ RLSWARM_GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<Batch>> ready_ RLSWARM_GUARDED_BY(mu_);
+  std::vector<std::chrono::steady_clock::time_point> down_until_ RLSWARM_GUARDED_BY(mu_);
+  int next_shard_ RLSWARM_GUARDED_BY(mu_) = 0;
+  ReplayWriterStats stats_ RLSWARM_GUARDED_BY(mu_);
   std::thread timer_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <future>
@@ -135,9 +136,9 @@ TEST(ReplayServiceTest, MismatchedInsertIsRejectedWholeNamingTheField) {
   TestBatch items(4);
   InsertBatch good = items.Get();
   // Wrong dtype of one field.
-  std::vector<rpc::Payload> payloads = protocol::EncodeInsert(good);
+  std::vector<Payload> payloads = protocol::EncodeInsert(good);
   const std::vector<float> rewards_as_double_size(8, 1.0f);
-  payloads[3] = rpc::Payload::Copy(DType::kFloat64, {4}, rewards_as_double_size.data(), 32);
+  payloads[3] = Payload::Copy(DType::kFloat64, {4}, rewards_as_double_size.data(), 32);
   try {
     client.Call(protocol::kInsert, payloads).get();
     FAIL() << "accepted a float64 reward";
@@ -169,35 +170,34 @@ TEST(ReplayServiceTest, MismatchedInsertIsRejectedWholeNamingTheField) {
 TEST(ReplayServiceTest, MalformedRequestsGetErrorsAndTheShardKeepsServing) {
   auto shard = StartShard(ShardOptions(0, 1));
   rpc::Client client = RawClient(shard->endpoint());
-  auto call = [&](const char* method, std::vector<rpc::Payload> payloads) {
+  auto call = [&](const char* method, std::vector<Payload> payloads) {
     return client.Call(method, std::move(payloads));
   };
   EXPECT_THROW(call(protocol::kInsert, {}).get(), InvalidArgument);
-  std::vector<rpc::Payload> not_json;
-  not_json.push_back(rpc::Payload::FromString("{not json"));
-  not_json.push_back(rpc::Payload::FromString("x"));
+  std::vector<Payload> not_json;
+  not_json.push_back(Payload::FromString("{not json"));
+  not_json.push_back(Payload::FromString("x"));
   EXPECT_THROW(call(protocol::kInsert, not_json).get(), InvalidArgument);
-  std::vector<rpc::Payload> lying_meta;  // says 3 fields, sends 1
-  lying_meta.push_back(rpc::Payload::FromString(
+  std::vector<Payload> lying_meta;  // says 3 fields, sends 1
+  lying_meta.push_back(Payload::FromString(
       R"({"fields": ["observation", "action", "reward"], "policy_version": 0, "priorities": false})"));
-  lying_meta.push_back(rpc::Payload::FromString("x"));
+  lying_meta.push_back(Payload::FromString("x"));
   EXPECT_THROW(call(protocol::kInsert, lying_meta).get(), InvalidArgument);
-  std::vector<rpc::Payload> bad_sample;
-  bad_sample.push_back(rpc::Payload::FromString(R"({"batch_size": "many"})"));
+  std::vector<Payload> bad_sample;
+  bad_sample.push_back(Payload::FromString(R"({"batch_size": "many"})"));
   EXPECT_THROW(call(protocol::kSample, bad_sample).get(), InvalidArgument);
-  std::vector<rpc::Payload> huge_sample;
-  huge_sample.push_back(rpc::Payload::FromString(R"({"batch_size": 1000000000000})"));
+  std::vector<Payload> huge_sample;
+  huge_sample.push_back(Payload::FromString(R"({"batch_size": 1000000000000})"));
   EXPECT_THROW(call(protocol::kSample, huge_sample).get(), InvalidArgument);
-  std::vector<rpc::Payload> uneven_update;
-  uneven_update.push_back(
-      rpc::Payload::FromVector(DType::kInt64, {2}, std::vector<std::int64_t>{1, 2}));
-  uneven_update.push_back(rpc::Payload::FromVector(DType::kFloat64, {1}, std::vector<double>{1}));
+  std::vector<Payload> uneven_update;
+  uneven_update.push_back(Payload::FromVector(DType::kInt64, {2}, std::vector<std::int64_t>{1, 2}));
+  uneven_update.push_back(Payload::FromVector(DType::kFloat64, {1}, std::vector<double>{1}));
   EXPECT_THROW(call(protocol::kUpdatePriorities, uneven_update).get(), InvalidArgument);
-  std::vector<rpc::Payload> bad_reconfig;
-  bad_reconfig.push_back(rpc::Payload::FromString(R"({"alpha": -3})"));
+  std::vector<Payload> bad_reconfig;
+  bad_reconfig.push_back(Payload::FromString(R"({"alpha": -3})"));
   EXPECT_THROW(call(protocol::kReconfigure, bad_reconfig).get(), InvalidArgument);
-  std::vector<rpc::Payload> unknown_key;
-  unknown_key.push_back(rpc::Payload::FromString(R"({"capacity": 3})"));
+  std::vector<Payload> unknown_key;
+  unknown_key.push_back(Payload::FromString(R"({"capacity": 3})"));
   EXPECT_THROW(call(protocol::kReconfigure, unknown_key).get(), InvalidArgument);
   EXPECT_THROW(call(protocol::kCheckpoint, {}).get(), FailedPrecondition);  // no directory
   // Still serving.
@@ -352,6 +352,46 @@ TEST(ReplayServiceTest, WriterBuffersBoundedlyWhileReplayIsDownAndDeliversLater)
   EXPECT_EQ(done.items_acknowledged + done.items_dropped, 80);
   EXPECT_GE(shard->table().Info().size, done.items_acknowledged > 0 ? 8 : 0);
   EXPECT_GE(done.items_acknowledged, 8 * 4);  // at least what was buffered
+}
+
+// The actor's promise (actor.writer_max_block_s): while replay holds its
+// inserts back (no learner samples), the writer waits instead of dropping,
+// for much longer than insert_timeout and with more batches than its buffer
+// holds, and everything arrives once sampling resumes.
+TEST(ReplayServiceTest, WriterHeldBackByTheRateLimiterWaitsWithinMaxBlockAndDropsNothing) {
+  ReplayServiceOptions shard_options = ShardOptions(0, 1);
+  // Inserts stop 16 items ahead of the samples.
+  shard_options.table.rate_limiter = RateLimiterOptions::SampleToInsertRatio(1.0, 8, 8);
+  auto shard = StartShard(shard_options);
+  ReplayWriterOptions options = WriterOptions({shard->endpoint()});
+  options.max_buffered_batches = 2;
+  options.max_in_flight = 2;
+  options.insert_timeout = 150ms;  // every held insert times out, many times over
+  options.retry_backoff = 20ms;
+  options.max_block = 30s;
+  ReplayWriter writer(options);
+  std::atomic<int> appended{0};
+  std::thread actor([&] {
+    for (int i = 0; i < 12; ++i) {
+      TestBatch items(8, 8 * i);  // one batch per append
+      writer.Append(items.Get());
+      ++appended;
+    }
+  });
+  // Held back for ~1.5 s: ten insert timeouts, the buffer full, the actor
+  // blocked in Append.
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_LT(appended.load(), 12);
+  EXPECT_EQ(writer.stats().items_dropped, 0);
+  EXPECT_GT(writer.stats().batches_retried, 0);
+  // The learner comes back: sampling lets the inserts through.
+  ReplaySampler sampler = MakeSampler({shard->endpoint()});
+  for (int i = 0; i < 200 && shard->table().Info().size < 96; ++i) sampler.Sample(8);
+  actor.join();
+  ASSERT_TRUE(writer.Flush(10s));
+  const ReplayWriterStats done = writer.stats();
+  EXPECT_EQ(done.items_dropped, 0);
+  EXPECT_EQ(done.items_acknowledged, 96);
 }
 
 TEST(ReplayServiceTest, GlobalRatioLetsAShardSampleWhatOtherShardsInserted) {

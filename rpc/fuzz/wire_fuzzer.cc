@@ -38,8 +38,8 @@
 
 #include "common/dtype.h"
 #include "common/errors.h"
+#include "common/payload.h"
 #include "rpc/internal/header_peek.h"
-#include "rpc/payload.h"
 #include "rpc/wire.h"
 
 namespace rlswarm::rpc {

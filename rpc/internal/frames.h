@@ -19,7 +19,7 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "rpc/payload.h"
+#include "common/payload.h"
 #include "rpc/wire.h"
 
 namespace rlswarm::rpc::internal {

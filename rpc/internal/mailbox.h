@@ -24,9 +24,10 @@
 // stay callable as long, from any thread, and must not throw.
 
 #include <functional>
-#include <mutex>
 #include <utility>
 #include <vector>
+
+#include "common/thread_annotations.h"
 
 namespace rlswarm::rpc::internal {
 
@@ -58,7 +59,7 @@ class Mailbox {
   bool Post(T&& item) {
     bool signal = false;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (closed_) return false;
       items_.push_back(std::move(item));
       signal = !std::exchange(signalled_, true);
@@ -70,7 +71,7 @@ class Mailbox {
   // I/O thread only: queues `item` without a wake-up, because the I/O thread
   // calls Take before it next sleeps. Returns false once closed.
   bool PostFromOwner(T&& item) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (closed_) return false;
     items_.push_back(std::move(item));
     return true;
@@ -79,7 +80,7 @@ class Mailbox {
   // Wakes the I/O thread without an item (e.g. to make it see a stop flag).
   void Wake() {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (closed_) return;
       signalled_ = true;
     }
@@ -88,7 +89,7 @@ class Mailbox {
 
   // Whether items wait to be taken (any thread).
   bool HasItems() {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return !items_.empty();
   }
 
@@ -106,7 +107,7 @@ class Mailbox {
   // empty round) or signals again after it.
   void Take(std::vector<T>& out) {
     out.clear();
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     signalled_ = false;
     out.swap(items_);
   }
@@ -120,7 +121,7 @@ class Mailbox {
   // yet taken. Idempotent.
   std::vector<T> Close() {
     std::vector<T> rest;
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     closed_ = true;
     rest.swap(items_);
     return rest;
@@ -137,10 +138,10 @@ class Mailbox {
 
   const std::function<void()> wake_function_;
   EventFd wake_;
-  std::mutex mutex_;
-  std::vector<T> items_;    // guarded by mutex_
-  bool signalled_ = false;  // guarded by mutex_
-  bool closed_ = false;     // guarded by mutex_
+  Mutex mutex_;
+  std::vector<T> items_ RLSWARM_GUARDED_BY(mutex_);
+  bool signalled_ RLSWARM_GUARDED_BY(mutex_) = false;
+  bool closed_ RLSWARM_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace rlswarm::rpc::internal

@@ -18,23 +18,23 @@ WorkerPool::~WorkerPool() {
 
 WorkerPool::PushResult WorkerPool::TryPush(ServerTask& task) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (closed_) return PushResult::kClosed;
     if (queue_.size() >= max_queued_) return PushResult::kFull;
     queue_.push_back(std::move(task));
   }
-  not_empty_.notify_one();
+  not_empty_.NotifyOne();
   return PushResult::kQueued;
 }
 
 std::deque<ServerTask> WorkerPool::Close() {
   std::deque<ServerTask> rest;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     closed_ = true;
     rest.swap(queue_);
   }
-  not_empty_.notify_all();
+  not_empty_.NotifyAll();
   return rest;
 }
 
@@ -46,12 +46,12 @@ void WorkerPool::Join() {
 
 void WorkerPool::WorkerLoop() {
   while (true) {
-    std::unique_lock lock(mutex_);
-    not_empty_.wait(lock, [this] { return closed_ || !queue_.empty(); });
+    MutexLock lock(mutex_);
+    not_empty_.Wait(lock, [this]() RLSWARM_REQUIRES(mutex_) { return closed_ || !queue_.empty(); });
     if (queue_.empty()) return;
     ServerTask task = std::move(queue_.front());
     queue_.pop_front();
-    lock.unlock();
+    lock.Unlock();
     run_(task);
     // `task` dies here, outside the lock: an unanswered Responder replies.
   }

@@ -7,15 +7,14 @@
 // Join from the thread that stops the server. Tasks are destroyed outside
 // the lock, because destroying an unanswered Responder sends a reply.
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/thread_annotations.h"
 #include "rpc/server.h"
 
 namespace rlswarm::rpc::internal {
@@ -49,10 +48,10 @@ class WorkerPool {
 
   const std::size_t max_queued_;
   const std::function<void(ServerTask&)> run_;
-  std::mutex mutex_;
-  std::condition_variable not_empty_;
-  std::deque<ServerTask> queue_;  // guarded by mutex_
-  bool closed_ = false;           // guarded by mutex_
+  Mutex mutex_;
+  CondVar not_empty_;
+  std::deque<ServerTask> queue_ RLSWARM_GUARDED_BY(mutex_);
+  bool closed_ RLSWARM_GUARDED_BY(mutex_) = false;
   std::vector<std::thread> workers_;
 };
 

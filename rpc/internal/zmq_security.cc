@@ -16,7 +16,6 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -24,7 +23,9 @@
 #include <zmq_addon.hpp>
 
 #include "common/errors.h"
+#include "common/thread_annotations.h"
 #include "rpc/internal/context.h"
+#include "rpc/internal/repeat_limited_log.h"
 
 // In zmq.h 4.3 this option is declared only with the DRAFT API, but libzmq
 // >= 4.3.0 implements it in every build. Without it a CURVE server whose ZAP
@@ -85,7 +86,7 @@ class ZapHandler {
   // returns, the handler answers requests for the domain. Throws Internal if
   // the ZAP endpoint is taken (another ZAP handler on this context).
   std::shared_ptr<DomainState> Register(const std::vector<std::string>& keys) {
-    std::lock_guard lifecycle(lifecycle_mu_);
+    MutexLock lifecycle(lifecycle_mu_);
     auto state = std::make_shared<DomainState>();
     state->name = "rlswarm/" + std::to_string(next_domain_++);
     state->keys.insert(keys.begin(), keys.end());
@@ -93,17 +94,17 @@ class ZapHandler {
     // handshakes failed closed).
     if (thread_.joinable() && !running_.load()) Stop();
     if (!thread_.joinable()) Start();
-    std::lock_guard lock(domains_mu_);
+    MutexLock lock(domains_mu_);
     domains_.emplace(state->name, state);
     return state;
   }
 
   // Unregisters `name`; stops and joins the thread after the last one.
   void Release(const std::string& name) {
-    std::lock_guard lifecycle(lifecycle_mu_);
+    MutexLock lifecycle(lifecycle_mu_);
     bool last;
     {
-      std::lock_guard lock(domains_mu_);
+      MutexLock lock(domains_mu_);
       domains_.erase(name);
       last = domains_.empty();
     }
@@ -117,11 +118,11 @@ class ZapHandler {
     std::string user_id;
   };
 
-  // Requires lifecycle_mu_. Binds in the caller's thread so that a bind
-  // error surfaces as an exception here and the endpoint exists before any
-  // server socket is configured; the sockets then move to the new thread
-  // (thread creation is the full memory barrier ZeroMQ asks for).
-  void Start() {
+  // Binds in the caller's thread so that a bind error surfaces as an
+  // exception here and the endpoint exists before any server socket is
+  // configured; the sockets then move to the new thread (thread creation is
+  // the full memory barrier ZeroMQ asks for).
+  void Start() RLSWARM_REQUIRES(lifecycle_mu_) {
     zmq::context_t& context = ProcessContext();
     zmq::socket_t zap(context, zmq::socket_type::rep);
     zap.set(zmq::sockopt::linger, 0);
@@ -146,8 +147,7 @@ class ZapHandler {
     });
   }
 
-  // Requires lifecycle_mu_.
-  void Stop() {
+  void Stop() RLSWARM_REQUIRES(lifecycle_mu_) {
     if (!thread_.joinable()) return;
     try {
       // dontwait: if the thread already died the message just stays queued.
@@ -206,7 +206,7 @@ class ZapHandler {
   }
 
   std::shared_ptr<DomainState> Find(const std::string& name) {
-    std::lock_guard lock(domains_mu_);
+    MutexLock lock(domains_mu_);
     const auto it = domains_.find(name);
     return it == domains_.end() ? nullptr : it->second;
   }
@@ -227,26 +227,30 @@ class ZapHandler {
     const std::string address = request[3].to_string();
     const std::shared_ptr<DomainState> state = Find(domain);
     if (!state) {
-      spdlog::warn("ZAP handler: denied {}: unknown ZAP domain '{}'", address, domain);
+      LogDenial(spdlog::level::warn, "domain|" + domain,
+                fmt::format("ZAP handler: denied {}: unknown ZAP domain '{}'", address, domain));
       return {"400", "unknown ZAP domain", ""};
     }
     if (request[5].to_string_view() != "CURVE") {
       state->denied.fetch_add(1);
-      spdlog::warn("ZAP handler: denied {} in domain {}: mechanism {} (CURVE required)", address,
-                   domain, request[5].to_string());
+      LogDenial(spdlog::level::warn, "mechanism|" + domain + "|" + address,
+                fmt::format("ZAP handler: denied {} in domain {}: mechanism {} (CURVE required)",
+                            address, domain, request[5].to_string()));
       return {"400", "CURVE required", ""};
     }
     if (request.size() != 7 || request[6].size() != kCurveKeyBytes) {
       state->denied.fetch_add(1);
-      spdlog::error("ZAP handler: malformed CURVE credentials from {} in domain {}", address,
-                    domain);
+      LogDenial(spdlog::level::err, "malformed|" + domain + "|" + address,
+                fmt::format("ZAP handler: malformed CURVE credentials from {} in domain {}",
+                            address, domain));
       return {"500", "malformed CURVE credentials", ""};
     }
     const std::string client_key = EncodeKey(request[6].data());
     if (state->keys.count(client_key) == 0) {
       state->denied.fetch_add(1);
-      spdlog::warn("ZAP handler: denied {} in domain {}: client key {} is not authorized", address,
-                   domain, client_key);
+      LogDenial(spdlog::level::warn, "key|" + domain + "|" + client_key,
+                fmt::format("ZAP handler: denied {} in domain {}: client key {} is not authorized",
+                            address, domain, client_key));
       return {"400", "client key not authorized", ""};
     }
     state->admitted.fetch_add(1);
@@ -256,15 +260,34 @@ class ZapHandler {
     return {"200", "OK", client_key};
   }
 
-  std::mutex lifecycle_mu_;
-  std::thread thread_;                        // guarded by lifecycle_mu_
-  std::optional<zmq::socket_t> stop_sender_;  // guarded by lifecycle_mu_
-  std::uint64_t next_domain_ = 0;             // guarded by lifecycle_mu_
-  std::uint64_t generation_ = 0;              // guarded by lifecycle_mu_
-  std::atomic<bool> running_{false};          // false once Run returned
+  // A rejected client retries its handshake every reconnect interval: one
+  // line per (reason, domain, key or address) per kDenialLogInterval, with
+  // the count of those left out, instead of one per attempt.
+  void LogDenial(spdlog::level::level_enum level, const std::string& key,
+                 const std::string& message) {
+    const std::optional<std::int64_t> left_out =
+        denial_log_.Admit(key, RepeatLimitedLog::Clock::now());
+    if (!left_out) return;
+    if (*left_out == 0) {
+      spdlog::log(level, "{}", message);
+    } else {
+      spdlog::log(level, "{} ({} more like it since the last such line)", message, *left_out);
+    }
+  }
 
-  std::mutex domains_mu_;
-  std::unordered_map<std::string, std::shared_ptr<DomainState>> domains_;  // guarded by domains_mu_
+  static constexpr std::chrono::seconds kDenialLogInterval{10};
+  RepeatLimitedLog denial_log_{kDenialLogInterval};  // the handler thread's alone
+
+  Mutex lifecycle_mu_ RLSWARM_ACQUIRED_BEFORE(domains_mu_);
+  std::thread thread_ RLSWARM_GUARDED_BY(lifecycle_mu_);
+  std::optional<zmq::socket_t> stop_sender_ RLSWARM_GUARDED_BY(lifecycle_mu_);
+  std::uint64_t next_domain_ RLSWARM_GUARDED_BY(lifecycle_mu_) = 0;
+  std::uint64_t generation_ RLSWARM_GUARDED_BY(lifecycle_mu_) = 0;
+  std::atomic<bool> running_{false};  // false once Run returned
+
+  Mutex domains_mu_;
+  std::unordered_map<std::string, std::shared_ptr<DomainState>> domains_
+      RLSWARM_GUARDED_BY(domains_mu_);
 };
 
 class ZapDomainImpl : public ZapDomain {

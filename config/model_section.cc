@@ -1,0 +1,62 @@
+#include "config/model_section.h"
+
+#include "common/errors.h"
+#include "models/model_spec.h"
+#include "models/q_networks.h"
+#include "models/residual_networks.h"
+
+namespace rlswarm::config {
+
+models::ModelSpec ModelSection::ToSpec(const envs::EnvSpec& env) const {
+  if (env.action.kind != envs::ActionKind::kDiscrete) {
+    throw InvalidArgument("model: DQN needs discrete actions; " + env.name +
+                          " has continuous actions");
+  }
+  const auto& shape = env.observation.shape;
+  const bool residual = torso == "residual";
+  if (shape.size() == 1 && residual) {
+    models::ResidualMlpOptions o;
+    o.input_dim = shape[0];
+    o.width = width;
+    o.blocks = blocks;
+    o.num_actions = env.action.num_actions;
+    o.dueling = dueling;
+    return models::MakeResidualMlpSpec(o);
+  }
+  if (shape.size() == 1) {
+    models::MlpOptions o;
+    o.input_dim = shape[0];
+    o.hidden_sizes = hidden_sizes;
+    o.num_actions = env.action.num_actions;
+    o.dueling = dueling;
+    return models::MakeMlpSpec(o);
+  }
+  if (shape.size() == 3 && shape[0] == shape[1] && residual) {
+    models::ResidualConvOptions o;
+    o.grid = shape[0];
+    o.in_channels = shape[2];
+    o.num_actions = env.action.num_actions;
+    o.channels = channels;
+    o.stages = stages;
+    o.blocks_per_stage = blocks_per_stage;
+    o.hidden = width;
+    o.dueling = dueling;
+    o.channels_last_input = true;
+    return models::MakeResidualConvSpec(o);
+  }
+  if (shape.size() == 3 && shape[0] == shape[1]) {
+    models::MinAtarOptions o;
+    o.grid = shape[0];
+    o.in_channels = shape[2];
+    o.num_actions = env.action.num_actions;
+    o.conv_filters = conv_filters;
+    o.hidden = minatar_hidden;
+    o.dueling = dueling;
+    o.channels_last_input = true;
+    return models::MakeMinAtarSpec(o);
+  }
+  throw InvalidArgument("model: no network for observations of shape " +
+                        std::to_string(shape.size()) + "-D in " + env.name);
+}
+
+}  // namespace rlswarm::config
