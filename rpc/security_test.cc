@@ -557,13 +557,16 @@ TEST(RepeatLimitedLogTest, FirstOfEachKeyThenOnePerIntervalWithTheCountLeftOut) 
 // unknown key) costs one warning line, not one per attempt; another key
 // gets its own.
 TEST_F(CurveTest, RepeatedDenialsOfOneKeyAreLoggedOnce) {
-  auto server = StartServer(ServerOptions(AuthorizedDir("authorized", {"alice"})));
-  const std::string domain = server->domain->name();
+  // The sink goes in before the server's ZAP thread starts and comes out
+  // after it has stopped (declared first, destroyed last): a logger's sink
+  // list is not safe to change while another thread logs through it.
   auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1000);
   spdlog::default_logger()->sinks().push_back(sink);
   struct RemoveSink {
     ~RemoveSink() { spdlog::default_logger()->sinks().pop_back(); }
   } remove_sink;
+  auto server = StartServer(ServerOptions(AuthorizedDir("authorized", {"alice"})));
+  const std::string domain = server->domain->name();
   zmq::socket_t zap(ProcessContext(), zmq::socket_type::req);
   zap.set(zmq::sockopt::linger, 0);
   zap.connect("inproc://zeromq.zap.01");
