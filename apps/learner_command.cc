@@ -56,14 +56,25 @@ learner::RendezvousOptions RendezvousFrom(const LearnerArgs& args,
         return value ? std::optional<std::string>(value) : std::nullopt;
       },
       config.learner.ToRendezvousDefaults());
-  // torchrun's agent already hosts the TCPStore at MASTER_ADDR:MASTER_PORT
-  // and says so; rank 0 then connects like the others.
-  const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
-  if (agent_store && std::string(agent_store) == "True") o.host_store = false;
   if (args.rank >= 0) o.rank = args.rank;
   if (args.world_size >= 1) o.world_size = args.world_size;
   if (!args.master_addr.empty()) o.master_addr = args.master_addr;
   if (args.master_port >= 0) o.master_port = static_cast<uint16_t>(args.master_port);
+  // torchrun's agent hosts its own TCPStore at MASTER_ADDR:MASTER_PORT and
+  // says so. The ranks do not use it (torchrun 2.x speaks a TCPStore
+  // protocol LibTorch 1.13's client does not, and it listens on every
+  // interface): rank 0 hosts the learner's store on the next port.
+  const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  if (agent_store && std::string(agent_store) == "True" && args.master_port < 0) {
+    if (o.master_port == 65535) {
+      throw config::ConfigError(
+          "MASTER_PORT 65535 under torchrun: the learner's store needs "
+          "MASTER_PORT + 1");
+    }
+    o.master_port = static_cast<uint16_t>(o.master_port + 1);
+  }
+  o.store_server_security = config.security.ToServerOptions();
+  o.store_client_security = config.security.ToClientOptions();
   if (args.local_rank >= 0) o.local_rank = args.local_rank;
   // Gloo listens on the address it is given; without one it would take
   // whatever the hostname resolves to (often every interface's, or none

@@ -155,9 +155,9 @@ class AsyncCheckpointer {
   const int rank_;
   const int world_size_;
   const int shard_count_;
-  // The rendezvous store; c10d's TCPStore serialises its callers' requests
-  // on one connection, and the writer only issues short ones (set, check,
-  // get), so sharing it with the process groups is safe.
+  // The rendezvous store (rpc_store.h, thread-safe); the writer only issues
+  // short calls (set, check, get), so sharing it with the process groups is
+  // safe.
   c10::intrusive_ptr<c10d::Store> store_;
   std::string session_;     // key prefix, agreed at the first Save()
   int64_t sequence_ = 0;    // saves started this session

@@ -69,7 +69,9 @@ TEST(DevicePlanTest, ThisProcessMatchesTheBuild) {
   const DeviceInventory inv = ThisProcessInventory();
   EXPECT_EQ(inv.built_with_cuda, BuiltWithCuda());
   EXPECT_TRUE(Has(inv.build, std::string("LibTorch ") + TORCH_VERSION)) << inv.build;
-  if (!inv.built_with_cuda) EXPECT_EQ(inv.cuda_devices, 0);
+  if (!inv.built_with_cuda) {
+    EXPECT_EQ(inv.cuda_devices, 0);
+  }
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 
 #include <string>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <vector>
 
 #include "common/errors.h"
@@ -45,18 +44,7 @@ std::shared_ptr<Communicator> ProcessGroupHandle::MakeCommunicator() const {
 
 c10::intrusive_ptr<c10d::Store> HostStore(uint16_t port, std::chrono::milliseconds timeout,
                                           uint16_t* bound_port) {
-  c10d::TCPStoreOptions opts;
-  opts.port = port;
-  opts.isServer = true;
-  opts.waitWorkers = false;  // ranks count themselves in through the group
-  opts.timeout = timeout;
-  try {
-    auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", opts);
-    if (bound_port != nullptr) *bound_port = store->getPort();
-    return store;
-  } catch (const std::exception& e) {
-    throw Unavailable("cannot host a TCPStore on port " + std::to_string(port) + ": " + e.what());
-  }
+  return HostRpcStore("127.0.0.1", port, timeout, {}, {}, bound_port);
 }
 
 ProcessGroupHandle Rendezvous(const RendezvousOptions& options) {
@@ -71,17 +59,23 @@ ProcessGroupHandle Rendezvous(const RendezvousOptions& options) {
   const std::string where = options.master_addr + ":" + std::to_string(options.master_port);
   const std::string what = "rank " + std::to_string(options.rank) + "/" +
                            std::to_string(options.world_size) + " rendezvous at " + where;
-  c10d::TCPStoreOptions opts;
-  opts.port = options.master_port;
-  opts.isServer = options.host_store && options.rank == 0;
-  opts.waitWorkers = false;
-  opts.timeout = options.timeout;
   try {
-    auto store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, opts);
-    handle.store_port = store->getPort();
-    handle.store = store;
+    if (options.host_store && options.rank == 0) {
+      handle.store = HostRpcStore(options.master_addr, options.master_port, options.timeout,
+                                  options.store_server_security, options.store_client_security,
+                                  &handle.store_port);
+    } else {
+      RpcStoreOptions client;
+      client.endpoint = StoreEndpoint(options.master_addr, options.master_port);
+      client.timeout = options.timeout;
+      client.security = options.store_client_security;
+      handle.store = c10::make_intrusive<RpcStore>(client);
+      handle.store_port = options.master_port;
+    }
+  } catch (const Error& e) {
+    ThrowError(e.code(), what + " (the store): " + e.what());
   } catch (const std::exception& e) {
-    ThrowCollectiveError(what + " (connecting to the store)", e, options.timeout);
+    ThrowCollectiveError(what + " (the store)", e, options.timeout);
   }
   try {
     // The Gloo group: the whole data plane on CPU, the control plane beside
@@ -96,8 +90,9 @@ ProcessGroupHandle Rendezvous(const RendezvousOptions& options) {
           MakeNcclGroup(c10::make_intrusive<c10d::PrefixStore>("nccl", handle.store), options.rank,
                         options.world_size, options.timeout, options.local_rank);
     }
-  } catch (const Error&) {
-    throw;
+  } catch (const Error& e) {
+    // The store's own errors (a rank that never set its key: DeadlineExceeded).
+    ThrowError(e.code(), what + " (waiting for all ranks to join): " + e.what());
   } catch (const std::exception& e) {
     ThrowCollectiveError(what + " (waiting for all ranks to join)", e, options.timeout);
   }

@@ -1,7 +1,8 @@
 #pragma once
 
-// Rendezvous of the learner ranks: a c10d TCPStore for the handshake and
-// process groups for the collectives: Gloo on CPU; with Backend::kNccl (a
+// Rendezvous of the learner ranks: the learner's own store (store_server.h,
+// rpc_store.h; bound to master_addr only, CURVE when security is on) for the
+// handshake and process groups for the collectives: Gloo on CPU; with Backend::kNccl (a
 // CUDA build) an NCCL group for the data plane plus a Gloo group beside it
 // for the control plane (communicator.h). Every wait is bounded by
 // RendezvousOptions::timeout, so a rank that never arrives, or dies later,
@@ -14,6 +15,7 @@
 #include <string_view>
 
 #include "learner/communicator.h"
+#include "learner/rpc_store.h"
 #include "learner/shard_mesh.h"
 #include "learner/torch_adapter.h"
 
@@ -34,9 +36,13 @@ struct RendezvousOptions {
   int local_world_size = 0;
   // Bounds the store connection, the wait for all ranks, and every collective.
   std::chrono::milliseconds timeout{10000};
-  // Rank 0 hosts the TCPStore unless a launcher (or a test harness) already
-  // runs one at master_addr:master_port.
+  // Rank 0 hosts the store (a StoreServer bound to master_addr:master_port)
+  // unless a launcher (or a test harness) already runs one there.
   bool host_store = true;
+  // The store's rpc security (rpc/security.h): the server side for the rank
+  // that hosts it, the client side for every rank. Default: no CURVE.
+  rpc::SecurityOptions store_server_security;
+  rpc::SecurityOptions store_client_security;
   // Address Gloo binds for its pair connections; empty = resolve this host's
   // name (Gloo's default device). Loopback tests use "127.0.0.1".
   std::string gloo_hostname;
@@ -91,9 +97,10 @@ ShardMesh MakeShardMesh(const ProcessGroupHandle& world, int shard_group_size);
 // reached or bound.
 ProcessGroupHandle Rendezvous(const RendezvousOptions& options);
 
-// Hosts a bare TCPStore on this machine (port 0 = any free port, reported in
-// *bound_port) that ranks with host_store = false connect to: what torchrun's agent does, and what
-// the multi-process tests use so no rank has to publish its port.
+// Hosts a bare store (StoreServer on 127.0.0.1, port 0 = any free port,
+// reported in *bound_port) that ranks with host_store = false connect to:
+// what the multi-process tests and benches use so no rank has to publish its
+// port. The returned client keeps the server running.
 c10::intrusive_ptr<c10d::Store> HostStore(uint16_t port, std::chrono::milliseconds timeout,
                                           uint16_t* bound_port);
 

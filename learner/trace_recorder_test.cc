@@ -143,7 +143,9 @@ TEST(TraceTest, TwoRankUpdateGivesJsonWithUnitAndCollectiveSpansInsideTheUpdate)
         if (e["cat"] == "collective") {
           EXPECT_NE(e["tid"], 0) << n;  // off the compute track
           EXPECT_GT(e["args"]["bytes"].get<int64_t>(), 0) << n;
-          if (kind != "all-reduce") EXPECT_NE(n.find("of unit '"), std::string::npos) << n;
+          if (kind != "all-reduce") {
+            EXPECT_NE(n.find("of unit '"), std::string::npos) << n;
+          }
         } else {
           EXPECT_EQ(e["tid"], 0) << n;
         }

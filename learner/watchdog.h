@@ -15,7 +15,7 @@
 // Transport: one UDP socket per rank, bound to the local address this rank
 // uses to reach the rendezvous master (or to learner's Gloo address when one
 // is set), port 0; the addresses and a random group token are exchanged once
-// at start in one control-plane all-reduce. Why not the c10d TCPStore: it is
+// at start in one control-plane all-reduce. Why not the rendezvous store: it is
 // hosted by rank 0 (or the launcher), and when its host is the rank that
 // stopped, every store call of the others hangs until the store timeout,
 // which is what the watchdog is for; the store also outlives a group restart

@@ -29,6 +29,7 @@ targets=(rlswarm_rpc rlswarm_replay_service)
 objects=(
   actors/CMakeFiles/rlswarm_actors.dir/actor.cc.o
   learner/CMakeFiles/rlswarm_learner.dir/replay_feed.cc.o
+  learner/CMakeFiles/rlswarm_learner.dir/store_server.cc.o
 )
 cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=None \
   -DCMAKE_CXX_FLAGS="-O0 -Wthread-safety -Werror=thread-safety" \

@@ -119,13 +119,12 @@ for k in 0 1; do
     "${overrides[@]}"
 done
 
-# Nothing listens beyond the hosts' own addresses: no wildcard listener,
-# except (a known limit, README "Security") LibTorch 1.13's c10d TCPStore on
-# rank 0, whose options have no bind address.
+# Nothing listens beyond the hosts' own addresses: no wildcard listener (the
+# learner's rendezvous store on rank 0 binds learner.master_addr only).
 sleep 3
 for h in a b; do
   if ip netns exec "${tag}$h" ss -ltnH | awk '{print $4}' |
-    grep -E '^(\*|0\.0\.0\.0|\[::\]):' | grep -v ':29577$'; then
+    grep -E '^(\*|0\.0\.0\.0|\[::\]):'; then
     echo "host $h listens on every interface (above)"
     exit 1
   fi

@@ -2,7 +2,7 @@
 
 // Test-only support for real multi-process learner tests: the test binary
 // re-executes itself (/proc/self/exe) once per rank with
-// `--rlswarm-worker <scenario> ...`; the parent hosts the TCPStore on a free
+// `--rlswarm-worker <scenario> ...`; the parent hosts the store on a free
 // port (read back, never fixed) and waits for the children's exit through a
 // pidfd with a deadline, never by sleeping. Children are spawned
 // (common/testing/child_process.h), not forked, so no torch thread of the
