@@ -166,7 +166,9 @@ TEST(ActivationCheckpointTest, TwoGlooRanksMatchTrainingWithoutItAndHoldFewerAct
       // Only the residual MLP's blocks save more than their input (its
       // LayerNorms' outputs and statistics); the plain MLP's linears save
       // just their inputs, which checkpointing keeps too.
-      if (c.model == "residual_mlp") EXPECT_LT(held_on, held_off) << rank;
+      if (c.model == "residual_mlp") {
+        EXPECT_LT(held_on, held_off) << rank;
+      }
       RecordProperty(c.name + "_held_off" + rank, std::to_string(held_off));
       RecordProperty(c.name + "_held_on" + rank, std::to_string(held_on));
     }

@@ -1,5 +1,7 @@
 #include "learner/dqn_learner.h"
 
+#include <thread>
+
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
@@ -183,8 +185,11 @@ bool DqnLearner::Update() {
       replay_warned_at_ = now;
       replay_failures_ = 0;
     }
+    std::this_thread::sleep_for(replay_backoff_);
+    replay_backoff_ = std::min(2 * replay_backoff_, kReplayBackoffMax);
     return false;
   }
+  replay_backoff_ = std::chrono::milliseconds(1);
   if (replay_down_since_) {
     spdlog::info("rank {}: replay is back after {:.1f} s", comm_->rank(),
                  Seconds(Clock::now() - *replay_down_since_));

@@ -194,6 +194,11 @@ class DqnLearner {
   std::optional<std::chrono::steady_clock::time_point> replay_down_since_;
   std::chrono::steady_clock::time_point replay_warned_at_;
   int64_t replay_failures_ = 0;  // failed samples since the last warning
+  // How long to wait before the next sample while no shard is up (a sampler
+  // with no shard up fails at once: without it the learner spins a core).
+  // Doubles from 1 ms up to kReplayBackoffMax; reset when replay is back.
+  static constexpr std::chrono::milliseconds kReplayBackoffMax{100};
+  std::chrono::milliseconds replay_backoff_{1};
 };
 
 }  // namespace rlswarm::learner

@@ -35,10 +35,53 @@ std::optional<long long> ReadFirstInt(const EnvGetter& getenv,
 
 }  // namespace
 
+std::string FirstHostOfSlurmNodeList(const std::string& list) {
+  // "gpu[01-04,07],cpu3" -> "gpu01": every bracket contributes the first
+  // number of its first range (its zero padding kept), a top-level comma
+  // ends the first entry.
+  std::string host;
+  for (std::size_t i = 0; i < list.size() && list[i] != ','; ++i) {
+    if (list[i] != '[') {
+      host += list[i];
+      continue;
+    }
+    const std::size_t close = list.find(']', i);
+    if (close == std::string::npos) {
+      throw InvalidArgument("Slurm node list '" + list + "' has an unclosed '['");
+    }
+    const std::string inside = list.substr(i + 1, close - i - 1);
+    const std::string first = inside.substr(0, inside.find_first_of(",-"));
+    if (first.empty() || first.find_first_not_of("0123456789") != std::string::npos) {
+      throw InvalidArgument("Slurm node list '" + list + "': '[" + inside +
+                            "]' does not start with a number");
+    }
+    host += first;
+    i = close;
+  }
+  if (host.empty()) throw InvalidArgument("Slurm node list '" + list + "' names no node");
+  return host;
+}
+
 RendezvousOptions RendezvousOptionsFromEnv(const EnvGetter& getenv, RendezvousOptions defaults) {
   constexpr long long kMaxInt = std::numeric_limits<int>::max();
   RendezvousOptions o = std::move(defaults);
-  if (auto addr = getenv("MASTER_ADDR"); addr && !addr->empty()) o.master_addr = *addr;
+  if (auto addr = getenv("MASTER_ADDR"); addr && !addr->empty()) {
+    o.master_addr = *addr;
+  } else {
+    // Under srun without MASTER_ADDR: rank 0 runs on the first node of the
+    // step (block distribution), which is the job's first node when the
+    // step spans the job.
+    for (const char* name : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
+      if (auto list = getenv(name); list && !list->empty()) {
+        try {
+          o.master_addr = FirstHostOfSlurmNodeList(*list);
+        } catch (const InvalidArgument& e) {
+          throw InvalidArgument(std::string("environment variable ") + name + ": " + e.what());
+        }
+        break;
+      }
+    }
+  }
   if (auto port = ReadInt(getenv, "MASTER_PORT", 1, 65535))
     o.master_port = static_cast<uint16_t>(*port);
   if (auto rank = ReadFirstInt(getenv, {"RANK", "SLURM_PROCID"}, 0, kMaxInt))

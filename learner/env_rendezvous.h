@@ -20,9 +20,16 @@ using EnvGetter = std::function<std::optional<std::string>(const char* name)>;
 //   LOCAL_WORLD_SIZE                                        (torchrun)
 //   SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID               (srun, when the
 //                                                            torchrun names are unset)
+//   SLURM_STEP_NODELIST, SLURM_JOB_NODELIST, SLURM_NODELIST (without MASTER_ADDR:
+//                                                            the first node of the
+//                                                            first that is set)
 // Throws InvalidArgument naming the variable when a value is not an integer
 // in range, then validates the result.
 RendezvousOptions RendezvousOptionsFromEnv(const EnvGetter& getenv,
                                            RendezvousOptions defaults = {});
+
+// The first host of a Slurm node list ("gpu[01-04,07],cpu3" -> "gpu01");
+// throws InvalidArgument for a list it cannot read.
+std::string FirstHostOfSlurmNodeList(const std::string& list);
 
 }  // namespace rlswarm::learner

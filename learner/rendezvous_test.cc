@@ -46,6 +46,35 @@ TEST(EnvRendezvousTest, FallsBackToSlurmVariablesAndKeepsDefaults) {
   EXPECT_EQ(o.timeout.count(), 1234);
 }
 
+TEST(EnvRendezvousTest, WithoutMasterAddrTheFirstSlurmNodeIsTheMaster) {
+  EXPECT_EQ(FirstHostOfSlurmNodeList("node7"), "node7");
+  EXPECT_EQ(FirstHostOfSlurmNodeList("gpu[01-04,07],cpu3"), "gpu01");
+  EXPECT_EQ(FirstHostOfSlurmNodeList("rack[2,5]-n[008-009]"), "rack2-n008");
+  EXPECT_EQ(FirstHostOfSlurmNodeList("a1,b[1-2]"), "a1");
+  EXPECT_THROW(FirstHostOfSlurmNodeList("gpu[01-04"), InvalidArgument);
+  EXPECT_THROW(FirstHostOfSlurmNodeList("gpu[x]"), InvalidArgument);
+  EXPECT_THROW(FirstHostOfSlurmNodeList(""), InvalidArgument);
+  // The step's list first (rank 0 runs on its first node), then the job's.
+  EXPECT_EQ(RendezvousOptionsFromEnv(FromMap({{"SLURM_JOB_NODELIST", "gpu[03-04]"}})).master_addr,
+            "gpu03");
+  EXPECT_EQ(RendezvousOptionsFromEnv(FromMap({{"SLURM_STEP_NODELIST", "gpu[04]"},
+                                              {"SLURM_JOB_NODELIST", "gpu[03-04]"}}))
+                .master_addr,
+            "gpu04");
+  // MASTER_ADDR wins; without any of them the default stays.
+  EXPECT_EQ(RendezvousOptionsFromEnv(
+                FromMap({{"MASTER_ADDR", "10.0.0.9"}, {"SLURM_JOB_NODELIST", "gpu[03-04]"}}))
+                .master_addr,
+            "10.0.0.9");
+  EXPECT_EQ(RendezvousOptionsFromEnv(FromMap({})).master_addr, "127.0.0.1");
+  try {
+    RendezvousOptionsFromEnv(FromMap({{"SLURM_JOB_NODELIST", "gpu[01"}}));
+    FAIL() << "an unreadable node list was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("SLURM_JOB_NODELIST"), std::string::npos) << e.what();
+  }
+}
+
 TEST(EnvRendezvousTest, RejectsMalformedValuesNamingTheVariable) {
   try {
     RendezvousOptionsFromEnv(FromMap({{"MASTER_PORT", "29x"}}));

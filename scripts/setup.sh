@@ -44,6 +44,9 @@ packages=(
   # endpoints (tests/prometheus_test.cc), and TensorBoard's own reader
   # (PyPI, in .venv-tools/) reads its event files.
   prometheus
+  # The Slurm launch test (tests/slurm_test.sh) starts a one-host cluster of
+  # Debian's Slurm (scripts/slurm/local_cluster.sh).
+  slurm-wlm munge
 )
 # Debian's python3 keeps `venv` in the standard library but ensurepip (which
 # `python3 -m venv` needs to put pip into the venv) in python3-venv, so

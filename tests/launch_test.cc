@@ -408,7 +408,9 @@ TEST_F(LaunchTest, AFullDiskStillPrintsTheSummaryAndNamesWhatWasNotWritten) {
   EXPECT_GT(summary["updates"].get<std::int64_t>(), 0) << log;
   EXPECT_TRUE(summary.contains("final_eval_mean_return"));
   EXPECT_NE(log.find("No space left on device"), std::string::npos) << log;
-  if (*code != 0) EXPECT_NE(log.find("could not be written"), std::string::npos) << log;
+  if (*code != 0) {
+    EXPECT_NE(log.find("could not be written"), std::string::npos) << log;
+  }
   // Every learner checkpoint directory holding shard files is complete.
   for (const auto& d : fs::directory_iterator(run / "checkpoints" / "learner")) {
     if (fs::exists(d.path() / "shard-0.bin")) {
