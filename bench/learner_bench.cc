@@ -795,10 +795,11 @@ int main(int argc, char** argv) {
     results = RunIsolated(cfg);
     if (large) {
       // The large model's checkpoint row, in a process of its own as well.
-      const std::string out = "/tmp/learner_bench_checkpoint_" + std::to_string(getpid()) + ".json";
+      const std::string case_results =
+          "/tmp/learner_bench_checkpoint_" + std::to_string(getpid()) + ".json";
       std::vector<std::string> args = {
           "learner_bench",    "--checkpoint", "--batches",      std::to_string(cfg.batches.front()),
-          "--checkpoint-dir", checkpoint_dir, "--results-file", out};
+          "--checkpoint-dir", checkpoint_dir, "--results-file", case_results};
       Config saves = cfg;
       saves.reps = 2;
       const std::vector<std::string> shared = ChildFlags(saves);
@@ -809,9 +810,9 @@ int main(int argc, char** argv) {
       rlswarm::testing::ChildProcess child(args, options);
       if (child.Wait(std::chrono::hours(24)) != 0)
         throw std::runtime_error("checkpoint case failed");
-      std::ifstream f(out);
+      std::ifstream f(case_results);
       for (json& row : json::parse(f)) results.push_back(row);
-      std::remove(out.c_str());
+      std::remove(case_results.c_str());
     }
     cfg.worlds.clear();  // measured above
   }

@@ -1,12 +1,11 @@
 #include "learner/dqn_learner.h"
 
-#include <thread>
-
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include "common/errors.h"
 #include "common/random.h"

@@ -57,8 +57,8 @@ TEST(EnvRendezvousTest, WithoutMasterAddrTheFirstSlurmNodeIsTheMaster) {
   // The step's list first (rank 0 runs on its first node), then the job's.
   EXPECT_EQ(RendezvousOptionsFromEnv(FromMap({{"SLURM_JOB_NODELIST", "gpu[03-04]"}})).master_addr,
             "gpu03");
-  EXPECT_EQ(RendezvousOptionsFromEnv(FromMap({{"SLURM_STEP_NODELIST", "gpu[04]"},
-                                              {"SLURM_JOB_NODELIST", "gpu[03-04]"}}))
+  EXPECT_EQ(RendezvousOptionsFromEnv(
+                FromMap({{"SLURM_STEP_NODELIST", "gpu[04]"}, {"SLURM_JOB_NODELIST", "gpu[03-04]"}}))
                 .master_addr,
             "gpu04");
   // MASTER_ADDR wins; without any of them the default stays.
