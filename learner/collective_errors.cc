@@ -18,7 +18,10 @@ void ThrowCollectiveError(const std::string& context, const std::exception& caus
                  [](unsigned char c) { return std::tolower(c); });
   const std::string message =
       context + ": " + first + " (timeout " + std::to_string(timeout.count()) + " ms)";
-  if (lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos) {
+  // "deadline": the learner's store (rpc_store.h) timing out, as LibTorch
+  // 2.x's Gloo rethrows it inside its own error.
+  if (lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos ||
+      lower.find("deadline") != std::string::npos) {
     throw DeadlineExceeded(message);
   }
   throw Unavailable(message + "; a peer rank probably died or closed its connection");
