@@ -24,8 +24,9 @@ void ActorOptions::Validate() const {
   env.Validate();
   n_step.Validate();
   exploration.Validate();
-  if (max_steps < 0 || refresh_steps < 1 || refresh_interval.count() < 0) {
-    throw InvalidArgument("actor: max_steps >= 0, refresh_steps >= 1, refresh_interval >= 0");
+  if (max_steps < 0 || start_steps < 0 || refresh_steps < 1 || refresh_interval.count() < 0) {
+    throw InvalidArgument(
+        "actor: max_steps >= 0, start_steps >= 0, refresh_steps >= 1, refresh_interval >= 0");
   }
 }
 
@@ -135,7 +136,12 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
   const std::int64_t num_actions = policy_->num_actions();
   const std::size_t obs_bytes = env_.observation_bytes();
   Rng rng(DeriveSeed(options_.seed, static_cast<std::uint64_t>(options_.actor_id)));
-  env_.Reset(DeriveSeed(options_.seed ^ 0x5eedULL, static_cast<std::uint64_t>(options_.actor_id)));
+  std::uint64_t env_seed =
+      DeriveSeed(options_.seed ^ 0x5eedULL, static_cast<std::uint64_t>(options_.actor_id));
+  if (options_.start_steps > 0) {
+    env_seed = DeriveSeed(env_seed, static_cast<std::uint64_t>(options_.start_steps));
+  }
+  env_.Reset(env_seed);
 
   std::vector<float> q(static_cast<std::size_t>(m * num_actions));
   std::vector<float> values(static_cast<std::size_t>(m));
@@ -153,7 +159,8 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
   std::int64_t iteration = 0;
   RefreshWeights();
   while (!stop_ && (options_.max_steps == 0 || steps < options_.max_steps)) {
-    epsilon_ = Epsilon(options_.exploration, options_.actor_id, options_.num_actors, steps);
+    epsilon_ = Epsilon(options_.exploration, options_.actor_id, options_.num_actors,
+                       options_.start_steps + steps);
     std::memcpy(observations.data(), env_.observations(), observations.size());
     policy_->Evaluate(observations, m, q);
     for (std::int64_t i = 0; i < m; ++i) {

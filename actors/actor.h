@@ -57,6 +57,11 @@ struct ActorOptions {
   ExplorationOptions exploration;
   std::uint64_t seed = 0;      // envs and exploration of actor i derive from (seed, i)
   std::int64_t max_steps = 0;  // env steps of this actor (M per loop); 0 = until Stop()
+  // Env steps this actor took in the runs before a resume: the exploration
+  // schedule continues from there instead of starting again at its first
+  // epsilon, and the envs start a stream of their own (not the first run's
+  // episodes again). 0 for a fresh run.
+  std::int64_t start_steps = 0;
   // The learner's weights publishers: one for publish_mode full, one per
   // learner rank for parts (see WeightsFollower). None = act with the
   // initial parameters (seeded) forever.

@@ -140,6 +140,32 @@ TEST(ActorTest, DeliversNStepTransitionsWithTheRightContents) {
   }
 }
 
+// --resume: an actor told how many env steps it took before goes on with its
+// exploration schedule from there (here past the anneal: the end epsilon)
+// instead of starting again at 1.
+TEST(ActorTest, AResumedActorContinuesItsExplorationSchedule) {
+  auto shard = StartShard();
+  ActorOptions options = CartPoleActor(/*max_steps=*/8);  // one step of its 8 envs
+  options.exploration.schedule = EpsilonSchedule::kLinear;
+  options.exploration.start = 1.0;
+  options.exploration.end = 0.1;
+  options.exploration.anneal_steps = 1000;
+  Actor fresh(options, kMlp, 1, Writer(shard->endpoint()));
+  fresh.Run();
+  EXPECT_DOUBLE_EQ(fresh.epsilon(), 1.0);
+  options.start_steps = 500;
+  Actor halfway(options, kMlp, 1, Writer(shard->endpoint()));
+  halfway.Run();
+  EXPECT_NEAR(halfway.epsilon(), 0.55, 1e-9);
+  options.start_steps = 5000;
+  Actor resumed(options, kMlp, 1, Writer(shard->endpoint()));
+  resumed.Run();
+  EXPECT_DOUBLE_EQ(resumed.epsilon(), 0.1);
+  EXPECT_EQ(resumed.stats().env_steps, 8);  // max_steps counts this run's steps
+  options.start_steps = -1;
+  EXPECT_THROW(options.Validate(), InvalidArgument);
+}
+
 TEST(ActorTest, NewWeightsPublishedMidRunChangeTheActions) {
   auto shard = StartShard();
   rpc::Publisher publisher(rpc::PublisherOptions{});

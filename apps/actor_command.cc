@@ -28,6 +28,7 @@ struct ActorArgs {
   std::int64_t num_actors = 0;
   std::vector<std::string> weights_endpoint_files;
   std::int64_t max_steps = 0;
+  std::int64_t start_steps = 0;  // --start-steps: a resumed run's earlier env steps
   std::string metrics_file;
   int metrics_port = -1;
   std::string metrics_bind;
@@ -71,6 +72,7 @@ void RunActor(const ActorArgs& args, const CLI::App& cmd) {
   actors::SetInferenceThreads(1);
 
   actors::ActorOptions options = config::MakeActorOptions(config, args.actor_id, args.max_steps);
+  options.start_steps = args.start_steps;
   for (const std::string& file : args.weights_endpoint_files) {
     options.weights.push_back(ReadWeightsEndpoints(file, config.security.ToClientOptions()));
   }
@@ -92,7 +94,8 @@ void RunActor(const ActorArgs& args, const CLI::App& cmd) {
   auto last_log = std::chrono::steady_clock::now();
   spdlog::info("actor {}/{} on {} ({} envs), epsilon {:.4f}", args.actor_id, options.num_actors,
                options.env_name, options.env.num_envs,
-               actors::Epsilon(options.exploration, options.actor_id, options.num_actors, 0));
+               actors::Epsilon(options.exploration, options.actor_id, options.num_actors,
+                               options.start_steps));
   actor.Run([&](const actors::EpisodeStats& e) {
     if (metrics.is_open()) {
       metrics << config::EpisodeJsonLine(e)
@@ -135,6 +138,9 @@ void AddActorCommand(CLI::App& app) {
       ->allow_extra_args(false)
       ->take_all();
   cmd->add_option("--max-steps", args->max_steps, "Stop after this many env steps (0 = never)");
+  cmd->add_option("--start-steps", args->start_steps,
+                  "Env steps this actor took before a resume: exploration continues from there")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--metrics-file", args->metrics_file,
                   "Append one JSON line per finished episode");
   AddMetricsEndpointOptions(cmd, args.get());

@@ -126,9 +126,12 @@ class LearnerThread {
 // One actor and its thread; finished episodes go to episodes/actor-<i>.jsonl.
 class ActorThread {
  public:
-  ActorThread(const config::ExperimentConfig& config, std::int64_t id, const RunDirectory& run)
+  // `start_steps`: this actor's share of a resumed run's earlier env steps.
+  ActorThread(const config::ExperimentConfig& config, std::int64_t id, const RunDirectory& run,
+              std::int64_t start_steps)
       : episodes_(run.episodes() / ("actor-" + std::to_string(id) + ".jsonl"), std::ios::app) {
     actors::ActorOptions options = config::MakeActorOptions(config, id, /*max_steps=*/0);
+    options.start_steps = start_steps;
     rpc::SubscriberOptions weights;
     weights.endpoint = kWeightsEndpoint;
     weights.snapshot_endpoint = kWeightsSnapshotEndpoint;
@@ -199,7 +202,9 @@ RunSummary RunEmbedded(config::ExperimentConfig config, const RunDirectory& run,
   auto learner = std::make_unique<LearnerThread>(config);
   std::vector<std::unique_ptr<ActorThread>> actor_threads;
   for (std::int64_t i = 0; i < config.actor.num_actors; ++i) {
-    actor_threads.push_back(std::make_unique<ActorThread>(config, i, run));
+    // A resumed run's exploration continues where the earlier runs left it.
+    actor_threads.push_back(
+        std::make_unique<ActorThread>(config, i, run, earlier.env_steps / config.actor.num_actors));
   }
 
   auto progress = [&]() {

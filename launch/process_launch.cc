@@ -308,6 +308,10 @@ RunSummary RunProcesses(config::ExperimentConfig config, const RunDirectory& run
     for (const std::string& file : weights_files) {
       argv.insert(argv.end(), {"--weights-endpoint-file", file});
     }
+    // A resumed run's exploration continues where the earlier runs left it.
+    if (const std::int64_t start = earlier.env_steps / config.actor.num_actors; start > 0) {
+      argv.insert(argv.end(), {"--start-steps", std::to_string(start)});
+    }
     child("actor-" + std::to_string(k), std::move(argv), "", 2,
           {{"role", "actor"}, {"actor", std::to_string(k)}});
   }
