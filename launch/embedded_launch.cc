@@ -129,7 +129,8 @@ class ActorThread {
   // `start_steps`: this actor's share of a resumed run's earlier env steps.
   ActorThread(const config::ExperimentConfig& config, std::int64_t id, const RunDirectory& run,
               std::int64_t start_steps)
-      : episodes_(run.episodes() / ("actor-" + std::to_string(id) + ".jsonl"), std::ios::app) {
+      : id_(id),
+        episodes_(run.episodes() / ("actor-" + std::to_string(id) + ".jsonl"), std::ios::app) {
     actors::ActorOptions options = config::MakeActorOptions(config, id, /*max_steps=*/0);
     options.start_steps = start_steps;
     rpc::SubscriberOptions weights;
@@ -162,12 +163,13 @@ class ActorThread {
         episodes_ << config::EpisodeJsonLine(e) << "\n";
       });
     } catch (const std::exception& e) {
-      spdlog::error("actor failed: {}", e.what());
+      spdlog::error("actor {} failed: {}", id_, e.what());
       std::lock_guard lock(mu_);
       error_ = e.what();
     }
   }
 
+  const std::int64_t id_;
   std::ofstream episodes_;
   std::unique_ptr<actors::Actor> actor_;
   mutable std::mutex mu_;
@@ -272,8 +274,9 @@ RunSummary RunEmbedded(config::ExperimentConfig config, const RunDirectory& run,
       monitor.WaitForStop(stop_signals, [&]() -> std::optional<std::string> {
         if (!learner->error().empty()) return "learner failed: " + learner->error();
         if (learner->finished()) return "max_updates";
-        for (const auto& a : actor_threads) {
-          if (!a->error().empty()) return "actor failed: " + a->error();
+        for (std::size_t i = 0; i < actor_threads.size(); ++i) {
+          const std::string error = actor_threads[i]->error();
+          if (!error.empty()) return "actor " + std::to_string(i) + " failed: " + error;
         }
         return std::nullopt;
       });
