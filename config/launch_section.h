@@ -22,6 +22,7 @@ struct LaunchSection {
   bool stop_at_target = true;
   double eval_interval_s = 1;
   std::int64_t eval_episodes = 100;
+  double eval_epsilon = 0;
   std::int64_t eval_num_envs = 50;
   std::optional<double> episode_return_bound;
   double eval_timeout_s = 60;
@@ -56,6 +57,10 @@ struct LaunchSection {
     v.Field("eval_episodes", eval_episodes,
             "episodes per evaluation (seeds 0..N-1 of evaluate.seed)", Bounds{1, 1e9});
     v.Field("eval_num_envs", eval_num_envs, "parallel envs of the evaluator", Bounds{1, 1e6});
+    v.Field("eval_epsilon", eval_epsilon,
+            "epsilon-greedy evaluations instead of greedy (0); a little noise keeps a greedy "
+            "policy from looping forever (MinAtar Seaquest)",
+            Bounds{0, 1});
     v.Field("episode_return_bound", episode_return_bound,
             "largest return one episode can have (CartPole-v1: 500); lets an evaluation stop as "
             "soon as target_return is out of reach; null = always run every episode");

@@ -41,6 +41,7 @@ evaluate::PolicyEvaluatorOptions MakeEvaluatorOptions(const ExperimentConfig& co
   o.env.num_envs = config.launch.eval_num_envs;
   o.env.num_threads = 1;
   o.episodes = config.launch.eval_episodes;
+  o.epsilon = config.launch.eval_epsilon;
   o.seed = config.evaluate.seed;
   o.target_return = config.launch.target_return;
   o.episode_return_bound = config.launch.episode_return_bound;

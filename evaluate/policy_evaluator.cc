@@ -22,9 +22,12 @@ PolicyEvaluator::PolicyEvaluator(PolicyEvaluatorOptions options, const models::M
     : options_(std::move(options)),
       env_(options_.env_name, PerEpisodeSeeding(options_.env)),
       network_(std::make_unique<actors::QPolicy>(model, model_seed, env_.spec().observation.dtype)),
-      policy_(std::make_unique<actors::QBatchPolicy>(*network_, env_.num_envs(), /*epsilon=*/0.0,
+      policy_(std::make_unique<actors::QBatchPolicy>(*network_, env_.num_envs(), options_.epsilon,
                                                      options_.seed)) {
   if (options_.episodes < 1) throw InvalidArgument("evaluation episodes must be >= 1");
+  if (!(options_.epsilon >= 0 && options_.epsilon <= 1)) {
+    throw InvalidArgument("evaluation epsilon must be in [0, 1]");
+  }
 }
 
 PolicyEvaluator::~PolicyEvaluator() = default;

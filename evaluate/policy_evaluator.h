@@ -36,6 +36,10 @@ struct PolicyEvaluatorOptions {
   envs::VectorEnvOptions env;  // seeding is forced to kSeedPerEpisode
   std::int64_t episodes = 100;
   std::uint64_t seed = 0;
+  // Epsilon-greedy instead of greedy (0): a greedy policy can loop forever
+  // where a little noise would break it out (MinAtar Seaquest's sub that
+  // never dives).
+  double epsilon = 0;
   std::optional<double> target_return;
   std::optional<double> episode_return_bound;
   // Stop after this long (the result then has complete = false); 0 = none.

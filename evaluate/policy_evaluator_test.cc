@@ -3,6 +3,7 @@
 
 #include "evaluate/policy_evaluator.h"
 
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -110,6 +111,29 @@ TEST_F(PolicyEvaluatorTest, EpisodesThatNeverEndAreCutOffByTheTimeLimitOrACancel
   canceller.join();
   EXPECT_FALSE(cancelled.complete);
   EXPECT_EQ(cancelled.episodes, 0);
+}
+
+// launch.eval_epsilon: weights whose greedy action is always "push left"
+// topple the pole in ~9 steps; with epsilon 1 the actions are uniform and
+// CartPole lasts ~22 steps on average.
+TEST_F(PolicyEvaluatorTest, EpsilonGreedyEvaluationsActWithTheGivenNoise) {
+  models::NamedTensors named = models::InitNamedParameters(spec_, 0);
+  for (auto& [name, t] : named) {
+    t = at::zeros_like(t).to(at::kFloat);
+    if (name == "head.bias") t[0] = 5.0;
+  }
+  const std::vector<Payload> always_left = models::EncodeWeights(named);
+  PolicyEvaluator greedy(Options(), spec_, 0);
+  PolicyEvaluatorOptions noisy_options = Options();
+  noisy_options.epsilon = 1.0;
+  PolicyEvaluator noisy(noisy_options, spec_, 0);
+  const Evaluation g = greedy.Evaluate(always_left, 1);
+  const Evaluation n = noisy.Evaluate(always_left, 1);
+  EXPECT_LT(g.mean_return, 12);
+  EXPECT_GT(n.mean_return, 15);
+  PolicyEvaluatorOptions bad = Options();
+  bad.epsilon = 1.5;
+  EXPECT_THROW(PolicyEvaluator(bad, spec_, 0), InvalidArgument);
 }
 
 TEST_F(PolicyEvaluatorTest, RejectsWeightsOfAnotherModel) {
