@@ -226,8 +226,8 @@ void AsyncCheckpointer::Write(Job& job) {
 
 std::vector<uint32_t> AsyncCheckpointer::AwaitShards(const Job& job) {
   // The store's own blocking wait() cannot be cancelled (the destructor
-  // must not sit out the whole agreement timeout behind a dead peer). So: check() the next shard's key, and between checks wait on
-  // the condition the destructor signals, for at most kPoll.
+  // must not sit out the whole agreement timeout behind a dead peer). So: check() the next shard's
+  // key, and between checks wait on the condition the destructor signals, for at most kPoll.
   constexpr auto kPoll = std::chrono::milliseconds(10);
   const auto deadline = Clock::now() + options_.agreement_timeout;
   std::vector<uint32_t> crcs(shard_count_);
