@@ -46,23 +46,9 @@ ShardedModelOptions Options() {
   return o;
 }
 
-void Train(ShardedModel& model, ShardedModel& target, const models::ModelSpec& spec, int first,
-           int last) {
-  Communicator& comm = model.communicator();
-  const int64_t share = kGlobalBatch / comm.world_size();
-  for (int step = first; step < last; ++step) {
-    auto [x, y] = GlobalBatch(spec, step);
-    at::Tensor q = model.Forward(x.narrow(0, comm.rank() * share, share));
-    model.ZeroGrad();
-    (q - y.narrow(0, comm.rank() * share, share)).pow(2).mean().backward();
-    model.Step();
-    target.PolyakUpdate(model, 0.1);
-  }
-}
-
 void Match(const ProcessGroupHandle& pg, ShardedModel& model, ShardedModel& target,
            const models::ModelSpec& spec, const std::string& dir) {
-  Train(model, target, spec, 0, 5);
+  TrainSteps(model, target, spec, 0, 5);
   SaveCheckpoint(dir + "/sync", model, &target, CheckpointProgress{5, 11});
   std::promise<void> trained;
   std::shared_future<void> released = trained.get_future().share();
@@ -73,7 +59,7 @@ void Match(const ProcessGroupHandle& pg, ShardedModel& model, ShardedModel& targ
   };
   AsyncCheckpointer checkpointer(o, model, &target, pg.store);
   checkpointer.Save(CheckpointProgress{5, 11});
-  Train(model, target, spec, 5, 10);  // every section changes under the paused writer
+  TrainSteps(model, target, spec, 5, 10);  // every section changes under the paused writer
   trained.set_value();
   const bool done = checkpointer.Wait(std::chrono::seconds(30));
   const std::optional<AsyncSaveReport> report = checkpointer.TakeFinished();
@@ -95,12 +81,12 @@ void Kill(const ProcessGroupHandle& pg, ShardedModel& model, ShardedModel& targe
     for (;;) ::pause();  // until the test's SIGKILL
   };
   AsyncCheckpointer checkpointer(o, model, &target, pg.store);
-  Train(model, target, spec, 0, 2);
+  TrainSteps(model, target, spec, 0, 2);
   checkpointer.Save(CheckpointProgress{2, 11});
   if (!checkpointer.Wait(std::chrono::seconds(30))) throw std::runtime_error("save 2 hangs");
   const models::NamedTensors ref = model.FullParameters();
   if (pg.rank == 0) WriteDoubles(dir + "/kill_ref.bin", Flatten(ref));
-  Train(model, target, spec, 2, 4);
+  TrainSteps(model, target, spec, 2, 4);
   checkpointer.Save(CheckpointProgress{4, 11});
   if (pg.rank == last) {
     checkpointer.Wait(std::chrono::hours(1));  // the hook never returns
@@ -127,7 +113,7 @@ void Cancel(const ProcessGroupHandle& pg, ShardedModel& model, ShardedModel& tar
   };
   {
     AsyncCheckpointer checkpointer(o, model, &target, pg.store);
-    Train(model, target, spec, 0, 2);
+    TrainSteps(model, target, spec, 0, 2);
     checkpointer.Save(CheckpointProgress{2, 11});
     if (pg.rank == 1) {
       checkpointer.Wait(std::chrono::hours(1));  // the hook never returns

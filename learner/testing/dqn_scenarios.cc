@@ -42,20 +42,6 @@ ShardedModelOptions CheckpointCaseOptions() {
   return o;
 }
 
-void TrainRange(ShardedModel& model, ShardedModel& target, const models::ModelSpec& spec, int first,
-                int last) {
-  Communicator& comm = model.communicator();
-  const int64_t share = kGlobalBatch / comm.world_size();
-  for (int step = first; step < last; ++step) {
-    auto [x, y] = GlobalBatch(spec, step);
-    at::Tensor q = model.Forward(x.narrow(0, comm.rank() * share, share));
-    model.ZeroGrad();
-    (q - y.narrow(0, comm.rank() * share, share)).pow(2).mean().backward();
-    model.Step();
-    target.PolyakUpdate(model, 0.1);
-  }
-}
-
 void WriteBoth(ShardedModel& model, ShardedModel& target, const std::string& prefix) {
   const models::NamedTensors online = model.FullParameters();
   const models::NamedTensors slow = target.FullParameters();
@@ -169,16 +155,16 @@ void RunDqnScenario(const std::string& scenario, std::shared_ptr<Communicator> c
   ShardedModel model(spec, CheckpointCaseOptions(), comm);
   std::unique_ptr<ShardedModel> target = model.MakeTarget();
   if (scenario == "ckpt_save") {
-    TrainRange(model, *target, spec, 0, 5);
+    TrainSteps(model, *target, spec, 0, 5);
     SaveCheckpoint(dir + "/ckpt", model, target.get(), CheckpointProgress{5, 11});
-    TrainRange(model, *target, spec, 5, 10);
+    TrainSteps(model, *target, spec, 5, 10);
     WriteBoth(model, *target, dir + "/ref");
   } else if (scenario == "ckpt_resume") {
     const std::optional<std::string> latest = FindLatestCheckpoint(dir + "/ckpt");
     if (!latest) throw std::runtime_error("no checkpoint");
     const CheckpointProgress progress = LoadCheckpoint(*latest, model, target.get());
     if (progress.update_count != 5) throw std::runtime_error("wrong update count");
-    TrainRange(model, *target, spec, 5, 10);
+    TrainSteps(model, *target, spec, 5, 10);
     const std::string prefix = dir + "/w" + std::to_string(comm->world_size());
     WriteBoth(model, *target, prefix);
     if (comm->rank() == 0) std::ofstream(prefix + ".step") << model.optimizer().step();

@@ -198,6 +198,20 @@ std::pair<at::Tensor, at::Tensor> GlobalBatch(const models::ModelSpec& spec, int
   return {x, y};
 }
 
+void TrainSteps(ShardedModel& model, ShardedModel& target, const models::ModelSpec& spec, int first,
+                int last) {
+  Communicator& comm = model.communicator();
+  const int64_t share = kGlobalBatch / comm.world_size();
+  for (int step = first; step < last; ++step) {
+    auto [x, y] = GlobalBatch(spec, step);
+    at::Tensor q = model.Forward(x.narrow(0, comm.rank() * share, share));
+    model.ZeroGrad();
+    (q - y.narrow(0, comm.rank() * share, share)).pow(2).mean().backward();
+    model.Step();
+    target.PolyakUpdate(model, 0.1);
+  }
+}
+
 models::NamedTensors PlainTrain(const TrainCase& c) {
   models::ModelSpec spec = CaseSpec(c.model);
   std::vector<at::Tensor> leaves;

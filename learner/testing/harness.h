@@ -129,6 +129,11 @@ inline constexpr int kGlobalBatch = 12;  // divisible by 1, 2, 3
 // The global batch of `step`: observations and regression targets (float64).
 std::pair<at::Tensor, at::Tensor> GlobalBatch(const models::ModelSpec& spec, int step);
 
+// Steps [first, last) of regression training on this rank's share of each
+// GlobalBatch, with a Polyak (0.1) target update after every step.
+void TrainSteps(ShardedModel& model, ShardedModel& target, const models::ModelSpec& spec, int first,
+                int last);
+
 // 1-process plain LibTorch training (a leaf per parameter, torch::optim and
 // torch::nn::utils::clip_grad_norm_) of the case's model in float64.
 models::NamedTensors PlainTrain(const TrainCase& c);
