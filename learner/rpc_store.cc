@@ -1,6 +1,7 @@
 #include "learner/rpc_store.h"
 
 #include "common/errors.h"
+#include "learner/net_address.h"
 #include "rpc/client.h"
 
 namespace rlswarm::learner {

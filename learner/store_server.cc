@@ -1,9 +1,5 @@
 #include "learner/store_server.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -11,6 +7,7 @@
 
 #include "common/errors.h"
 #include "common/thread_annotations.h"
+#include "learner/net_address.h"
 #include "rpc/server.h"
 
 namespace rlswarm::learner {
@@ -46,34 +43,6 @@ struct Waiter {
 };
 
 }  // namespace
-
-std::string NumericAddressOf(const std::string& host) {
-  if (host == "*") return host;
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
-  if (rc != 0 || found == nullptr) {
-    throw Unavailable("cannot resolve '" + host + "': " + gai_strerror(rc));
-  }
-  std::string v4, v6;
-  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    char text[INET6_ADDRSTRLEN] = {};
-    if (a->ai_family == AF_INET && v4.empty()) {
-      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr, text, sizeof text);
-      v4 = text;
-    } else if (a->ai_family == AF_INET6 && v6.empty()) {
-      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr, text,
-                sizeof text);
-      v6 = text;
-    }
-  }
-  freeaddrinfo(found);
-  if (!v4.empty()) return v4;
-  if (!v6.empty()) return v6;
-  throw Unavailable("'" + host + "' resolves to no IPv4 or IPv6 address");
-}
 
 class StoreServer::Impl {
  public:

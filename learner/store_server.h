@@ -77,8 +77,4 @@ class StoreServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// The numeric address `host` resolves to (itself when already numeric),
-// IPv4 preferred; throws Unavailable when it does not resolve.
-std::string NumericAddressOf(const std::string& host);
-
 }  // namespace rlswarm::learner

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "learner/net_address.h"
 
 namespace rlswarm::learner {
 namespace {
@@ -25,40 +26,7 @@ using namespace std::chrono_literals;
 constexpr int64_t kAddressChars = 48;  // an IPv6 address has at most 45
 constexpr int64_t kSlot = 3 + kAddressChars;
 
-struct Address {
-  sockaddr_storage addr{};
-  socklen_t len = 0;
-};
-
-// `host` numeric (flags AI_NUMERICHOST) or a name; the first result.
-Address Resolve(const std::string& host, uint16_t port, int flags) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_DGRAM;
-  hints.ai_flags = flags;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
-  if (rc != 0 || found == nullptr) {
-    throw Unavailable("watchdog: cannot resolve '" + host + "': " + ::gai_strerror(rc));
-  }
-  Address a;
-  std::memcpy(&a.addr, found->ai_addr, found->ai_addrlen);
-  a.len = found->ai_addrlen;
-  ::freeaddrinfo(found);
-  return a;
-}
-
-std::string NumericHost(const sockaddr_storage& addr, socklen_t len, uint16_t* port) {
-  char host[NI_MAXHOST] = {};
-  char service[NI_MAXSERV] = {};
-  if (::getnameinfo(reinterpret_cast<const sockaddr*>(&addr), len, host, sizeof(host), service,
-                    sizeof(service), NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-    throw Unavailable("watchdog: cannot print a socket address");
-  }
-  if (port != nullptr) *port = static_cast<uint16_t>(std::stoi(service));
-  return host;
-}
+using Address = SocketAddress;
 
 class Fd {
  public:
@@ -87,22 +55,6 @@ void WatchdogOptions::Validate() const {
 std::chrono::milliseconds WatchdogOptions::EffectiveInterval() const {
   if (interval.count() > 0) return interval;
   return std::clamp(timeout / 6, std::chrono::milliseconds(1), std::chrono::milliseconds(1000));
-}
-
-std::string LocalAddressTowards(const std::string& host) {
-  // Port 9 (discard) only gives connect() a destination; nothing is sent.
-  const Address remote = Resolve(host, 9, 0);
-  Fd fd(::socket(remote.addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (fd.get() < 0 ||
-      ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&remote.addr), remote.len) != 0) {
-    throw Unavailable("watchdog: no route to '" + host + "': " + std::strerror(errno));
-  }
-  sockaddr_storage local{};
-  socklen_t len = sizeof(local);
-  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
-    throw Unavailable(std::string("watchdog: getsockname: ") + std::strerror(errno));
-  }
-  return NumericHost(local, len, nullptr);
 }
 
 struct Watchdog::Impl {
@@ -138,7 +90,7 @@ Watchdog::Watchdog(Communicator& comm, WatchdogOptions options, OnAlarm on_alarm
   Impl& s = *impl_;
   s.subgroups = std::move(subgroups);
 
-  const Address local = Resolve(s.options.bind_address, 0, AI_NUMERICHOST);
+  const Address local = ResolveAddress(s.options.bind_address, 0, AI_NUMERICHOST);
   s.socket = std::make_unique<Fd>(
       ::socket(local.addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (s.socket->get() < 0 ||
@@ -180,7 +132,8 @@ Watchdog::Watchdog(Communicator& comm, WatchdogOptions options, OnAlarm on_alarm
     for (int64_t i = 0; i < std::min(all[r][2], kAddressChars); ++i) {
       peer_host.push_back(static_cast<char>(all[r][3 + i]));
     }
-    s.peer_addresses[r] = Resolve(peer_host, static_cast<uint16_t>(all[r][1]), AI_NUMERICHOST);
+    s.peer_addresses[r] =
+        ResolveAddress(peer_host, static_cast<uint16_t>(all[r][1]), AI_NUMERICHOST);
     PeerView view;
     view.rank = r;
     view.last_heard = start;  // every rank was alive at the exchange

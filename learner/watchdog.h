@@ -43,6 +43,7 @@
 
 #include "learner/communicator.h"
 #include "learner/heartbeat.h"
+#include "learner/net_address.h"  // LocalAddressTowards, for bind_address
 
 namespace rlswarm::learner {
 
@@ -67,11 +68,6 @@ struct WatchdogOptions {
   void Validate() const;
   std::chrono::milliseconds EffectiveInterval() const;
 };
-
-// The numeric local address the kernel routes to `host` from (a UDP
-// connect, which sends nothing). Throws Unavailable when `host` does not
-// resolve or is unreachable.
-std::string LocalAddressTowards(const std::string& host);
 
 class Watchdog {
  public:
