@@ -169,22 +169,16 @@ bool StopRequested(const sigset_t& stop_signals, int* signal_number) {
 constexpr int64_t kTracedUpdate = 10;
 
 // One update traced on every rank (learner/trace_update.h), rank 0 writing
-// the merged trace to `path`. Returns whether the update ran: false when a
-// stop signal came while replay had no batch (the signal stays pending for
-// the caller).
+// the merged trace to `path`. Returns whether the update ran: false when the
+// ranks agreed to stop before it could (`stop_requested` is this rank's
+// request, polled while replay has no batch).
 bool TracedUpdate(learner::Communicator& comm, learner::DqnLearner& dqn, const std::string& path,
-                  const sigset_t& stop_signals) {
+                  const sigset_t& stop_signals, bool& stop_requested, int* signal_number) {
   bool ran = false;
   const std::string trace = learner::TraceOneUpdate(comm, [&] {
-    ran = dqn.Update();
-    // Gives up on a pending stop signal without taking it (the loop does).
-    sigset_t pending;
-    sigpending(&pending);
-    bool stopping = false;
-    for (int s : {SIGTERM, SIGINT}) {
-      stopping = stopping || (sigismember(&stop_signals, s) == 1 && sigismember(&pending, s) == 1);
-    }
-    return ran || stopping;
+    if (!stop_requested) stop_requested = StopRequested(stop_signals, signal_number);
+    ran = dqn.Update(stop_requested);
+    return ran || dqn.stop_agreed();  // every rank returns the same (the agreement)
   });
   if (ran && comm.rank() == 0) {
     learner::WriteTraceFile(path, trace);
@@ -288,29 +282,41 @@ void RunLearner(const LearnerArgs& args) {
   const int64_t max_updates = config.learner.max_updates;
   const int64_t check_every = config.learner.stop_check_interval;
   int signal_number = 0;
-  bool stop = false;
+  // This rank's stop request (a signal), polled every `check_every` updates
+  // and on every wait for replay; the ranks agree on it in Update()'s
+  // readiness all-reduce, so they all stop after the same update, also when
+  // the request comes while they wait for replay.
+  bool stop_requested = false;
+  bool waiting = false;  // the last Update() found no batch on some rank
   const int64_t traced_update = dqn.updates() + kTracedUpdate;
-  while (!stop && (max_updates == 0 || dqn.updates() < max_updates)) {
+  while (max_updates == 0 || dqn.updates() < max_updates) {
+    if (!stop_requested && (waiting || dqn.updates() % check_every == 0)) {
+      stop_requested = StopRequested(stop_signals, &signal_number);
+    }
     const bool trace = !args.trace_file.empty() && dqn.updates() + 1 == traced_update;
-    if (!(trace ? TracedUpdate(*comm, dqn, args.trace_file, stop_signals) : dqn.Update())) {
-      // Replay had no batch in time (not filled yet, or rate limited);
-      // nothing collective happened, so every rank can retry.
+    const bool ran = trace ? TracedUpdate(*comm, dqn, args.trace_file, stop_signals, stop_requested,
+                                          &signal_number)
+                           : dqn.Update(stop_requested);
+    if (!ran) {
+      if (dqn.stop_agreed()) break;
+      // Replay had no batch in time on some rank (not filled yet, or rate
+      // limited); every rank knows it and retries.
       counters.replay_waits.fetch_add(1, std::memory_order_relaxed);
-      if (StopRequested(stop_signals, &signal_number)) break;
+      waiting = true;
       continue;
     }
+    waiting = false;
     counters.updates.store(dqn.updates(), std::memory_order_relaxed);
     const learner::StepHealth& health = dqn.model().health();
     if (!health.skipped) counters.grad_norm.store(health.grad_norm, std::memory_order_relaxed);
     counters.update_to_weight.store(health.update_to_weight, std::memory_order_relaxed);
     counters.nonfinite_skipped.store(health.skipped_steps, std::memory_order_relaxed);
-    if (dqn.updates() % check_every == 0) {
-      stop = dqn.AgreeToStop(StopRequested(stop_signals, &signal_number));
-    }
   }
   if (signal_number != 0) {
     spdlog::info("{}: stopping at update {}", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
                  dqn.updates());
+  } else if (dqn.stop_agreed()) {
+    spdlog::info("stopping at update {}: another rank was asked to stop", dqn.updates());
   }
   const learner::LearnerMetrics m = dqn.TakeMetrics();
   spdlog::info(

@@ -186,9 +186,11 @@ struct LearnerSection {
             "pauses only to copy the shards to host memory); false = synchronous saves");
     v.Field("log_interval_s", log_interval_s, "seconds between metric logs; 0 = never",
             Bounds{0, 1e9});
-    v.Field("stop_check_interval", stop_check_interval,
-            "updates between the ranks' agreement on stopping (one tiny all-reduce)",
-            Bounds{1, 1e9});
+    v.Field(
+        "stop_check_interval", stop_check_interval,
+        "updates between polls of the stop signals (the ranks agree on a stop in every update's "
+        "readiness all-reduce)",
+        Bounds{1, 1e9});
     v.Field("master_addr", master_addr, "rendezvous address (MASTER_ADDR overrides)");
     v.Field("master_port", master_port, "rendezvous port (MASTER_PORT overrides)",
             Bounds{0, 65535});

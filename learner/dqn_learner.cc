@@ -60,6 +60,7 @@ DqnLearner::~DqnLearner() = default;
 void DqnLearner::ResetSampler() {
   if (prefetched_.valid()) prefetched_.wait();
   prefetched_ = {};
+  pending_.reset();                                // sampled for another update count
   feed_.reset();                                   // sends the priorities still queued
   if (options_.sampler.endpoints.empty()) return;  // TrainOn only (tests)
   replay::ReplaySamplerOptions o = options_.sampler;
@@ -156,14 +157,10 @@ void DqnLearner::UpdateTarget() {
   }
 }
 
-bool DqnLearner::Update() {
-  if (!sampler_) throw FailedPrecondition("learner: no replay endpoints");
-  const auto t0 = Clock::now();
-  const bool writing = checkpointer_ && checkpointer_->in_flight();
-  // Keeps the sampled bytes alive while the tensors view them.
-  StagedBatch batch;
+bool DqnLearner::FetchPendingBatch() {
+  if (pending_) return true;
   try {
-    batch = NextBatch();
+    pending_ = NextBatch();
   } catch (const DeadlineExceeded& e) {
     // Replay is filling or its rate limiter holds the batch: normal.
     spdlog::debug("rank {}: waiting for replay: {}", comm_->rank(), e.what());
@@ -194,8 +191,36 @@ bool DqnLearner::Update() {
                  Seconds(Clock::now() - *replay_down_since_));
     replay_down_since_.reset();
   }
+  return true;
+}
+
+bool DqnLearner::AgreeToTrain(bool have_batch, bool stop_requested) {
+  if (comm_->world_size() == 1) {
+    stop_agreed_ = stop_requested;
+    return have_batch && !stop_requested;
+  }
+  // [ranks without a batch, ranks that asked to stop]
+  at::Tensor flags = at::tensor({have_batch ? 0.0f : 1.0f, stop_requested ? 1.0f : 0.0f});
+  comm_->ControlAllReduceSum(flags, "ready");
+  const float* f = flags.data_ptr<float>();
+  stop_agreed_ = f[1] > 0;
+  return f[0] == 0 && !stop_agreed_;
+}
+
+bool DqnLearner::Update(bool stop_requested) {
+  if (!sampler_) throw FailedPrecondition("learner: no replay endpoints");
+  const auto t0 = Clock::now();
+  const bool writing = checkpointer_ && checkpointer_->in_flight();
+  stop_agreed_ = false;
+  // A rank whose replay has nothing still takes part in the agreement, so
+  // that the others, which may hold batches, learn it and wait with it.
+  const bool have_batch = FetchPendingBatch();
+  if (!AgreeToTrain(have_batch, stop_requested)) return false;
+  // Keeps the sampled bytes alive while the tensors view them.
+  StagedBatch batch = std::move(*pending_);
+  pending_.reset();
   sum_sample_s_ += Seconds(Clock::now() - t0);
-  if (options_.replay_prefetch) prefetched_ = feed_->Prefetch(local_batch_);
+  if (options_.replay_prefetch) prefetched_ = feed_->Prefetch(local_batch_, DrawSeed(updates_ + 2));
   for (int64_t v : batch.host.policy_versions) {
     if (v > 0) {
       sum_staleness_ += static_cast<double>(updates_ - v);
@@ -235,8 +260,15 @@ bool DqnLearner::Update() {
   return true;
 }
 
+uint64_t DqnLearner::DrawSeed(int64_t update) const {
+  return DeriveSeed(options_.sampler.seed ^ static_cast<uint64_t>(comm_->rank()) << 32,
+                    static_cast<uint64_t>(update));
+}
+
 StagedBatch DqnLearner::NextBatch() {
-  if (!prefetched_.valid()) return stager_->Stage(sampler_->Sample(local_batch_));
+  if (!prefetched_.valid()) {
+    return stager_->Stage(sampler_->Sample(local_batch_, std::nullopt, DrawSeed(updates_ + 1)));
+  }
   std::future<StagedBatch> pending = std::move(prefetched_);
   return pending.get();  // rethrows the sampler's DeadlineExceeded / Unavailable
 }
@@ -284,13 +316,6 @@ void DqnLearner::Publish() {
   if (!broadcaster_ || static_cast<uint64_t>(updates_) <= published_version_) return;
   broadcaster_->Publish(static_cast<uint64_t>(updates_));
   published_version_ = static_cast<uint64_t>(updates_);
-}
-
-bool DqnLearner::AgreeToStop(bool local_stop) {
-  if (comm_->world_size() == 1) return local_stop;
-  at::Tensor flag = at::full({1}, local_stop ? 1.0f : 0.0f);
-  comm_->ControlAllReduceSum(flag, "stop");
-  return flag.item<float>() > 0;
 }
 
 LearnerMetrics DqnLearner::TakeMetrics() {

@@ -23,9 +23,9 @@
 //   the priorities and the metrics -> UpdatePriorities (queued on the
 //   ReplayFeed's thread behind the next sample) -> target update.
 //
-// Collective contract: Update(), TrainOn(), SaveCheckpoint(), Publish()
-// (full mode) and AgreeToStop() are collectives: every rank calls them in
-// the same order. Not thread-safe: one thread drives a DqnLearner.
+// Collective contract: Update(), TrainOn(), SaveCheckpoint() and Publish()
+// (full mode) are collectives: every rank calls them in the same order. Not thread-safe: one thread
+// drives a DqnLearner.
 
 #include <chrono>
 #include <cstdint>
@@ -94,14 +94,26 @@ class DqnLearner {
   // (seed, rank, update count). Local. Returns the directory loaded.
   std::optional<std::string> Resume();
 
-  // Samples this rank's share, trains, sends priorities, updates the
-  // target, and publishes / checkpoints when due. Returns false, having
-  // issued no collective and changed nothing, when replay could not provide
-  // a batch within the sampler's timeout (DeadlineExceeded: below
-  // min_size_to_sample or rate limited; Unavailable: no shard up): every
-  // rank may then retry. Collective errors (a rank died: Unavailable,
+  // Samples this rank's share, agrees with the other ranks that every rank
+  // has its batch and none asked to stop (one all-reduce of two scalars at
+  // world > 1), then trains, sends priorities, updates the target, and
+  // publishes / checkpoints when due. Returns false, having trained nothing,
+  // when some rank's replay could not provide a batch within the sampler's
+  // timeout (DeadlineExceeded: below min_size_to_sample or rate limited;
+  // Unavailable: no shard up) or some rank passed `stop_requested`
+  // (stop_agreed() then says so on every rank): every rank returns the same,
+  // so the ranks stay in step however long replay makes them wait, and a
+  // stop while they wait ends them all at the same update (ready for a final
+  // SaveCheckpoint together). A rank that got its batch keeps it for the
+  // next call. Collective errors (a rank died: Unavailable,
   // DeadlineExceeded after the group's timeout) propagate.
-  bool Update();
+  //
+  // Each update's draw is seeded from (sampler seed, rank, update number)
+  // (ReplaySampler::Sample's draw_seed): a resumed run draws from the same
+  // replay contents what the uninterrupted one would have.
+  bool Update(bool stop_requested = false);
+  // Whether the last Update() returned false because some rank asked to stop.
+  bool stop_agreed() const { return stop_agreed_; }
 
   // Trains on one already-sampled batch (this rank's share); returns the
   // new priorities (|TD| + epsilon, one per row). Does not touch replay or
@@ -127,10 +139,6 @@ class DqnLearner {
   // Publishes now with version = updates() (collective in full mode); a
   // no-op when that version was already published.
   void Publish();
-  // True on every rank when any rank passes true. One all-reduce of a
-  // scalar (free at world 1).
-  bool AgreeToStop(bool local_stop);
-
   // Returns the metrics since the previous call and starts a new interval.
   LearnerMetrics TakeMetrics();
   // Logs TakeMetrics() when log_interval has passed since the last log.
@@ -150,6 +158,14 @@ class DqnLearner {
   void LogFinishedCheckpoint();
   // The next batch: the prefetched one, or sampled and staged now.
   StagedBatch NextBatch();
+  // The draw seed of update `update` (1-based) on this rank.
+  uint64_t DrawSeed(int64_t update) const;
+  // Samples into pending_ unless it holds a batch; false (after the back-off
+  // when no shard is up) when replay has none.
+  bool FetchPendingBatch();
+  // The readiness agreement of Update(): every rank has a batch and none
+  // asked to stop. Sets stop_agreed_.
+  bool AgreeToTrain(bool have_batch, bool stop_requested);
 
   models::ModelSpec spec_;
   DqnLearnerOptions options_;
@@ -165,6 +181,10 @@ class DqnLearner {
   // and stager_: destroyed (drained and joined) first.
   std::unique_ptr<ReplayFeed> feed_;
   std::future<StagedBatch> prefetched_;
+  // This rank's batch for the next update, kept while another rank waits
+  // for its own.
+  std::optional<StagedBatch> pending_;
+  bool stop_agreed_ = false;
   int64_t updates_ = 0;
   uint64_t published_version_ = 0;
   // Asynchronous checkpoints; declared after the networks it copies from, so

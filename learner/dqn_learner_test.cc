@@ -170,6 +170,49 @@ TEST(DqnLearnerTest, TwoRanksSampleTheirSharesAndDriveTheTdErrorDown) {
   std::filesystem::remove_all(dir);
 }
 
+// A run stopped at update 10 and resumed from its checkpoint ends, at
+// update 20, with exactly the online and target parameters of the run that
+// was not stopped: the optimizer state, the target and the update count come
+// back from the checkpoint, and each update's draw is seeded by its update
+// number (the first learner's prefetched, thrown-away 11th batch does not
+// shift the stream). Uniform replay: with prioritized replay the first draw
+// after a resume sees one more update's priorities (they are sent
+// asynchronously, as in Ape-X).
+TEST(DqnLearnerTest, AResumedRunEndsWhereTheUninterruptedOneDoes) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "dqn_resume_XXXXXX").string();
+  const std::string dir = ::mkdtemp(pattern.data());
+  for (const auto& e : testing::RunWorkers("dqn_resume_exact", 2, dir, std::chrono::seconds(90))) {
+    ASSERT_EQ(e.exit_code, 0) << testing::ReadText(dir + "/rank0.err")
+                              << testing::ReadText(dir + "/rank1.err");
+  }
+  EXPECT_EQ(testing::ReadText(dir + "/resumed.updates"), "10");
+  for (const char* net : {"online", "target"}) {
+    const std::vector<double> straight = testing::ReadDoubles(dir + "/straight." + net + ".bin");
+    const std::vector<double> resumed = testing::ReadDoubles(dir + "/resumed." + net + ".bin");
+    ASSERT_FALSE(straight.empty());
+    EXPECT_EQ(straight, resumed) << net;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Rank 0's replay never has a batch while rank 1's always does: no update
+// runs (rank 1 does not enter training alone), and when rank 0 is asked to
+// stop both ranks agree, stop after the same update and write the final
+// checkpoint together instead of failing on the group's timeout.
+TEST(DqnLearnerTest, AStopWhileOneRankWaitsForReplayStopsBothRanksTogether) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "dqn_stop_XXXXXX").string();
+  const std::string dir = ::mkdtemp(pattern.data());
+  for (const auto& e : testing::RunWorkers("dqn_stop_waiting", 2, dir, std::chrono::seconds(60))) {
+    ASSERT_EQ(e.exit_code, 0) << testing::ReadText(dir + "/rank0.err")
+                              << testing::ReadText(dir + "/rank1.err");
+  }
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(testing::ReadText(dir + "/stop.rank" + std::to_string(r) + ".txt"), "0 000000 1 1")
+        << r;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(WeightsBroadcasterTest, PartsModeOffsetsFixedPortsByTheRank) {
   EXPECT_EQ(OffsetEndpointPort("tcp://10.0.0.2:47100", 3), "tcp://10.0.0.2:47103");
   EXPECT_EQ(OffsetEndpointPort("tcp://127.0.0.1:*", 3), "tcp://127.0.0.1:*");

@@ -40,9 +40,10 @@ void ReplayFeed::Post(std::function<void()> task) {
   cv_.NotifyAll();
 }
 
-std::future<StagedBatch> ReplayFeed::Prefetch(int64_t size) {
-  auto task = std::make_shared<std::packaged_task<StagedBatch()>>(
-      [this, size] { return stager_.Stage(sampler_.Sample(size)); });
+std::future<StagedBatch> ReplayFeed::Prefetch(int64_t size, std::optional<uint64_t> draw_seed) {
+  auto task = std::make_shared<std::packaged_task<StagedBatch()>>([this, size, draw_seed] {
+    return stager_.Stage(sampler_.Sample(size, std::nullopt, draw_seed));
+  });
   std::future<StagedBatch> batch = task->get_future();
   Post([task] { (*task)(); });
   return batch;

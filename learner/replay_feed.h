@@ -23,6 +23,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -41,8 +42,8 @@ class ReplayFeed {
 
   // Queues the sampling and staging of one batch of `size`; the future
   // carries the batch or the sampler's error (DeadlineExceeded,
-  // Unavailable). Never blocks.
-  std::future<StagedBatch> Prefetch(int64_t size);
+  // Unavailable). Never blocks. `draw_seed`: ReplaySampler::Sample's.
+  std::future<StagedBatch> Prefetch(int64_t size, std::optional<uint64_t> draw_seed = std::nullopt);
   // Queues a priority update. Never blocks. An error of an earlier update
   // (InvalidArgument: a NaN priority) is rethrown here or by Drain(), on
   // the training thread.

@@ -214,9 +214,12 @@ void Table::SampleLocked(const SampleRequest& request, SampledBatch& batch) {
   }
   const ColumnStore& columns = store_.columns();
   const auto& fields = signature().fields;
+  std::optional<Rng> seeded;
+  if (request.seed) seeded.emplace(*request.seed);
+  Rng& rng = seeded ? *seeded : rng_;
   std::int64_t b = 0;
   for (; b < request.batch_size && store_.size() > 0; ++b) {
-    const Selection selection = selector_->Sample(rng_);
+    const Selection selection = selector_->Sample(rng);
     const std::int64_t slot = selection.slot;
     ItemMeta meta = store_.Meta(slot);
     ++meta.times_sampled;

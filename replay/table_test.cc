@@ -190,6 +190,24 @@ TEST(TableTest, SameSeedSameSamples) {
   EXPECT_EQ(draw(), draw());
 }
 
+// A seeded draw depends on the contents and the seed only: the table's own
+// draws before it do not shift it (what a resumed learner relies on).
+TEST(TableTest, ASeededDrawIgnoresTheDrawsBeforeIt) {
+  for (SelectorKind kind : {SelectorKind::kUniform, SelectorKind::kPrioritized}) {
+    Table table(TestOptions(100, kind));
+    TestBatch data(50);
+    std::vector<double> priorities;
+    for (int i = 0; i < 50; ++i) priorities.push_back(1 + i % 7);
+    table.Insert(data.Get(priorities));
+    const std::vector<std::uint64_t> first = table.Sample({.batch_size = 32, .seed = 7}).keys;
+    table.Sample({.batch_size = 13});  // advances the table's own stream
+    EXPECT_EQ(table.Sample({.batch_size = 32, .seed = 7}).keys, first);
+    EXPECT_NE(table.Sample({.batch_size = 32, .seed = 8}).keys, first);
+    // Unseeded draws still follow the table's stream.
+    EXPECT_NE(table.Sample({.batch_size = 32}).keys, table.Sample({.batch_size = 32}).keys);
+  }
+}
+
 TEST(TableTest, StalenessMeasuresAgeAndPolicyLag) {
   auto clock = std::make_shared<ManualClock>(100 * kSecond);
   Table table(TestOptions(10), clock);

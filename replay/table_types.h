@@ -63,6 +63,13 @@ struct SampleRequest {
   // The sampler's current policy version, for the staleness statistics;
   // default: the newest version inserted so far.
   std::optional<std::int64_t> policy_version = std::nullopt;
+  // Draw with a generator seeded by this, instead of the table's own stream:
+  // the draw then depends only on the table's contents and the seed, so a
+  // learner that seeds each update's draw from its update count samples the
+  // same batches after a resume as an uninterrupted run would (a prefetched
+  // batch that was thrown away does not shift the stream). Default: the
+  // table's stream.
+  std::optional<std::uint64_t> seed = std::nullopt;
 };
 
 // One field of a sampled batch: shape [B, field shape...], rows in draw

@@ -339,7 +339,10 @@ TEST_F(LaunchTest, ProcessesModeWithWeightsPublishedInPartsByTwoRanks) {
   EXPECT_EQ(*code, 0) << launch->Log();
   const Json summary = ReadJson(run / "summary.json");
   EXPECT_GE(summary["evaluations"].get<std::int64_t>(), 1);
-  EXPECT_EQ(summary["restarts"], 0) << launch->Log();
+  EXPECT_EQ(summary["restarts"], 0)
+      << launch->Log() << "learner-0:\n"
+      << ReadText(run / "logs" / "learner-0.log").substr(0, 6000) << "learner-1:\n"
+      << ReadText(run / "logs" / "learner-1.log").substr(0, 6000);
 }
 
 // The default experiment of the sharded learner: the large residual

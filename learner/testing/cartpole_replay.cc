@@ -10,12 +10,14 @@
 
 namespace rlswarm::learner::testing {
 
-CartPoleReplay::CartPoleReplay(int num_transitions, uint64_t seed, int nan_observations) {
+CartPoleReplay::CartPoleReplay(int num_transitions, uint64_t seed, int nan_observations,
+                               bool prioritized) {
   replay::ReplayServiceOptions o;
   o.table.name = "replay";
   o.table.signature = replay::TransitionSignature(DType::kFloat32, {4}, DType::kInt64, {});
   o.table.capacity = num_transitions;
-  o.table.selector.kind = replay::SelectorKind::kPrioritized;
+  o.table.selector.kind =
+      prioritized ? replay::SelectorKind::kPrioritized : replay::SelectorKind::kUniform;
   o.table.selector.alpha = 0.6;
   o.table.selector.beta = 0.4;
   o.table.seed = seed + 1;

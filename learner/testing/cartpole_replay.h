@@ -20,7 +20,10 @@ class CartPoleReplay {
   // observation instead, for the learner's non-finite-gradient tests (a NaN
   // reward would not do: the Huber loss's |td| has a zero gradient at NaN,
   // so only the priorities would be NaN).
-  explicit CartPoleReplay(int num_transitions, uint64_t seed = 0, int nan_observations = 0);
+  // `prioritized` false: a uniform table (draws that do not depend on the
+  // priorities the learner sends back).
+  explicit CartPoleReplay(int num_transitions, uint64_t seed = 0, int nan_observations = 0,
+                          bool prioritized = true);
   ~CartPoleReplay();
   std::string endpoint() const { return service_->endpoint(); }
   replay::ReplayService& service() { return *service_; }

@@ -10,6 +10,17 @@
 //     rank runs a DqnLearner on it (its own sampler, batch 64 / W) with a
 //     frozen target for 200 updates; each rank writes "<items sampled>
 //     <first mean |td|> <last mean |td|>" to <dir>/dqn.rank<r>.txt.
+//   dqn_resume_exact: rank 0 hosts a uniform CartPole replay shard; the
+//     ranks train 20 updates straight (prefetching, Polyak target), writing
+//     <dir>/straight.online.bin and .target.bin; then, from the same start,
+//     10 updates, a checkpoint, a new learner that resumes from it, and 10
+//     more, writing <dir>/resumed.*.bin (rank 0), and "<update count after
+//     the resume>" to <dir>/resumed.updates.
+//   dqn_stop_waiting: rank 0 samples an empty shard (its own: never a batch),
+//     rank 1 a full one (its own); five Update()s, then rank 0 asks to stop
+//     while rank 1 does not; each rank writes "<updates> <each Update's
+//     result> <stop_agreed> <1 when SaveCheckpoint published>" to
+//     <dir>/stop.rank<r>.txt.
 //   publish: every rank publishes its part (parts mode) and rank 0 the full
 //     model (full mode); rank 0 subscribes to all of them, merges the parts
 //     and writes "<full equal> <parts equal> <num parts>" to <dir>/publish.txt.
@@ -27,6 +38,7 @@
 #include "models/q_networks.h"
 #include "models/weights_parts.h"
 #include "models/weights_wire.h"
+#include "replay/service/transition.h"
 #include "rpc/broadcast.h"
 
 namespace rlswarm::learner::testing {
@@ -145,12 +157,106 @@ void DqnWithReplay(std::shared_ptr<Communicator> comm, const std::string& dir) {
   Barrier(*comm);  // rank 0's replay shard stays up until every rank is done
 }
 
+// A replay shard of this process whose endpoint the other ranks read from
+// <dir>/<name> (written atomically).
+void ShareEndpoint(const std::string& endpoint, const std::string& dir, const std::string& name) {
+  std::ofstream(dir + "/" + name + ".tmp") << endpoint << "\n";
+  std::filesystem::rename(dir + "/" + name + ".tmp", dir + "/" + name);
+}
+
+std::string ReadEndpoint(const std::string& dir, const std::string& name) {
+  std::string endpoint;
+  std::getline(std::ifstream(dir + "/" + name), endpoint);
+  return endpoint;
+}
+
+DqnLearnerOptions ResumeCaseOptions(const std::string& endpoint, const std::string& ckpt_dir) {
+  DqnLearnerOptions o;
+  o.batch_size = 64;
+  o.model.optimizer.lr = 5e-3;
+  o.model.optimizer.max_grad_norm = 10;
+  o.model.seed = 3;
+  o.target_tau = 0.05;
+  o.publish_interval = 0;
+  o.checkpoint_interval = 0;
+  o.async_checkpoint = false;
+  o.checkpoint_dir = ckpt_dir;
+  o.log_interval = std::chrono::milliseconds(0);
+  o.sampler.endpoints = {endpoint};
+  o.sampler.seed = 9;
+  return o;
+}
+
+void TrainUpdates(DqnLearner& learner, int64_t until) {
+  while (learner.updates() < until) learner.Update();
+}
+
+void ResumeExact(std::shared_ptr<Communicator> comm, const std::string& dir) {
+  std::unique_ptr<CartPoleReplay> replay;
+  if (comm->rank() == 0) {
+    replay = std::make_unique<CartPoleReplay>(2000, 0, 0, /*prioritized=*/false);
+    ShareEndpoint(replay->endpoint(), dir, "replay");
+  }
+  Barrier(*comm);
+  const std::string endpoint = ReadEndpoint(dir, "replay");
+  const models::ModelSpec spec = models::MakeMlpSpec(models::MlpOptions{});
+  {
+    DqnLearner straight(spec, ResumeCaseOptions(endpoint, dir + "/unused"), comm);
+    TrainUpdates(straight, 20);
+    WriteBoth(straight.model(), straight.target(), dir + "/straight");
+  }
+  {
+    DqnLearner first(spec, ResumeCaseOptions(endpoint, dir + "/ckpt"), comm);
+    TrainUpdates(first, 10);
+    first.SaveCheckpoint();
+  }                // its prefetched 11th batch is thrown away
+  Barrier(*comm);  // rank 0 publishes the manifest after the others returned
+  DqnLearner resumed(spec, ResumeCaseOptions(endpoint, dir + "/ckpt"), comm);
+  if (!resumed.Resume()) throw std::runtime_error("no checkpoint to resume from");
+  if (comm->rank() == 0) std::ofstream(dir + "/resumed.updates") << resumed.updates();
+  TrainUpdates(resumed, 20);
+  WriteBoth(resumed.model(), resumed.target(), dir + "/resumed");
+  Barrier(*comm);  // rank 0's replay shard stays up until every rank is done
+}
+
+void StopWhileWaiting(std::shared_ptr<Communicator> comm, const std::string& dir) {
+  const int rank = comm->rank();
+  std::unique_ptr<CartPoleReplay> full;
+  std::unique_ptr<replay::ReplayService> empty;
+  if (rank == 0) {
+    replay::ReplayServiceOptions o;
+    o.table.signature = replay::TransitionSignature(DType::kFloat32, {4}, DType::kInt64, {});
+    o.table.capacity = 100;
+    o.server.endpoint = "tcp://127.0.0.1:*";
+    empty = std::make_unique<replay::ReplayService>(std::move(o));
+    empty->Start();
+  } else {
+    full = std::make_unique<CartPoleReplay>(500);
+  }
+  DqnLearnerOptions o =
+      ResumeCaseOptions(rank == 0 ? empty->endpoint() : full->endpoint(), dir + "/ckpt");
+  o.sampler.timeout = std::chrono::milliseconds(200);
+  DqnLearner learner(models::MakeMlpSpec(models::MlpOptions{}), o, comm);
+  std::string results;
+  for (int i = 0; i < 5; ++i) results += learner.Update() ? '1' : '0';
+  results += learner.Update(/*stop_requested=*/rank == 0) ? '1' : '0';
+  const bool agreed = learner.stop_agreed();
+  const std::string saved = learner.SaveCheckpoint();
+  std::ofstream(dir + "/stop.rank" + std::to_string(rank) + ".txt")
+      << learner.updates() << " " << results << " " << agreed << " "
+      << std::filesystem::exists(saved);
+  Barrier(*comm);
+  if (empty) empty->Stop();
+}
+
 }  // namespace
 
 void RunDqnScenario(const std::string& scenario, std::shared_ptr<Communicator> comm,
                     const std::string& dir) {
   if (scenario == "publish") return Publish(comm, dir);
   if (scenario == "dqn_replay") return DqnWithReplay(comm, dir);
+  if (scenario == "dqn_resume_exact") return ResumeExact(comm, dir);
+  if (scenario == "dqn_stop_waiting") return StopWhileWaiting(comm, dir);
   const models::ModelSpec spec = CaseSpec("mlp");
   ShardedModel model(spec, CheckpointCaseOptions(), comm);
   std::unique_ptr<ShardedModel> target = model.MakeTarget();

@@ -253,7 +253,7 @@ int WorkerMain(int argc, char** argv) {
     } else if (a.scenario.rfind("watchdog_", 0) == 0) {
       RunWatchdogScenario(a.scenario, a.rank, a.world_size, a.port, a.dir);
     } else if (a.scenario.rfind("ckpt_", 0) == 0 || a.scenario == "publish" ||
-               a.scenario == "dqn_replay") {
+               a.scenario.rfind("dqn_", 0) == 0) {
       ProcessGroupHandle pg = Join(a, std::chrono::milliseconds(20000));
       RunDqnScenario(a.scenario,
                      std::make_shared<Communicator>(pg.group, a.rank, a.world_size, pg.timeout),

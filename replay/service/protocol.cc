@@ -176,6 +176,7 @@ std::vector<std::uint64_t> DecodeKeys(const std::vector<Payload>& payloads) {
 std::vector<Payload> EncodeSampleRequest(const SampleRequest& request) {
   Json meta = {{"batch_size", request.batch_size}, {"policy_version", nullptr}};
   if (request.policy_version) meta["policy_version"] = *request.policy_version;
+  if (request.seed) meta["seed"] = *request.seed;
   std::vector<Payload> payloads;
   payloads.push_back(Payload::FromString(meta.dump()));
   return payloads;
@@ -196,6 +197,13 @@ SampleRequest DecodeSampleRequest(const std::vector<Payload>& payloads) {
       throw InvalidArgument("sample meta: \"policy_version\" must be an integer or null");
     }
     request.policy_version = version->get<std::int64_t>();
+  }
+  const auto seed = meta.find("seed");  // absent from older clients: the table's stream
+  if (seed != meta.end() && !seed->is_null()) {
+    if (!seed->is_number_unsigned()) {  // the parser reads every integer >= 0 as unsigned
+      throw InvalidArgument("sample meta: \"seed\" must be an unsigned integer or null");
+    }
+    request.seed = seed->get<std::uint64_t>();
   }
   return request;
 }

@@ -44,6 +44,20 @@ TEST(ProtocolTest, InsertWithoutPrioritiesOrWithWrongPayloadCountIsHandled) {
   EXPECT_THROW(DecodeInsert(payloads, decoded), InvalidArgument);
 }
 
+TEST(ProtocolTest, SampleRequestCarriesItsOptionalSeedAndRejectsABadOne) {
+  const SampleRequest seeded =
+      DecodeSampleRequest(EncodeSampleRequest({.batch_size = 8, .seed = 0xfedcba9876543210ULL}));
+  EXPECT_EQ(seeded.batch_size, 8);
+  EXPECT_EQ(seeded.seed, std::optional<std::uint64_t>(0xfedcba9876543210ULL));
+  EXPECT_EQ(DecodeSampleRequest(EncodeSampleRequest({.batch_size = 8})).seed, std::nullopt);
+  for (const char* bad : {R"({"batch_size": 8, "seed": -1})", R"({"batch_size": 8, "seed": 1.5})",
+                          R"({"batch_size": 8, "seed": "7"})"}) {
+    std::vector<Payload> payloads;
+    payloads.push_back(Payload::FromString(bad));
+    EXPECT_THROW(DecodeSampleRequest(payloads), InvalidArgument) << bad;
+  }
+}
+
 TEST(ProtocolTest, SampleReplyRoundTripsWithoutCopyingFields) {
   Table table(testing::TestOptions(16));
   testing::TestBatch items(4, 7);

@@ -193,7 +193,8 @@ void ReplaySampler::RefreshStaleTotals(Clock::time_point deadline) {
 }
 
 SampledBatch ReplaySampler::Sample(std::int64_t batch_size,
-                                   std::optional<std::int64_t> policy_version) {
+                                   std::optional<std::int64_t> policy_version,
+                                   std::optional<std::uint64_t> draw_seed) {
   if (batch_size < 1 || batch_size > kMaxSampleBatch) {
     throw InvalidArgument("replay sampler: batch size " + std::to_string(batch_size) +
                           " is not in [1, " + std::to_string(kMaxSampleBatch) + "]");
@@ -204,7 +205,13 @@ SampledBatch ReplaySampler::Sample(std::int64_t batch_size,
   std::vector<double> part_q;
   std::int64_t remaining = batch_size;
   std::exception_ptr failure;
+  // With a draw seed the split and every shard's draw come from streams of
+  // that seed (see the header), not from rng_ and the shards' own streams.
+  std::optional<Rng> split_rng;
+  if (draw_seed) split_rng.emplace(DeriveSeed(*draw_seed, 0));
+  std::uint64_t round = 0;  // a new split for the shares of shards that failed
   while (remaining > 0) {
+    ++round;
     if (Clock::now() >= deadline) {
       throw DeadlineExceeded("replay sampler: no batch within " +
                              std::to_string(options_.timeout.count()) + " ms");
@@ -235,7 +242,7 @@ SampledBatch ReplaySampler::Sample(std::int64_t batch_size,
         if (q[s] > 0) last = s;
       }
       for (std::int64_t i = 0; i < remaining; ++i) {
-        const double u = rng_.Uniform01();
+        const double u = split_rng ? split_rng->Uniform01() : rng_.Uniform01();
         std::size_t chosen = last;
         double cumulative = 0;
         for (std::size_t s = 0; s < q.size(); ++s) {
@@ -256,8 +263,12 @@ SampledBatch ReplaySampler::Sample(std::int64_t batch_size,
       rpc::CallOptions call{Remaining(deadline), /*idempotent=*/false};
       calls.emplace_back(
           s, StartShardCall(*shards_[s], protocol::kSample,
-                            protocol::EncodeSampleRequest({counts[s], policy_version}), call,
-                            one_shard));
+                            protocol::EncodeSampleRequest(
+                                {counts[s], policy_version,
+                                 draw_seed ? std::optional<std::uint64_t>(DeriveSeed(
+                                                 *draw_seed, round * shards_.size() + s + 1))
+                                           : std::nullopt}),
+                            call, one_shard));
     }
     // Collect the parts as they arrive; once one arrived, the others get
     // straggler_timeout.

@@ -79,9 +79,14 @@ class ReplaySampler {
   // tables' signature order, rows grouped by shard. With one shard the
   // fields are the received frames (no copy). Blocks until every shard
   // involved replied or the timeout; throws DeadlineExceeded, Unavailable
-  // (no shard up), InvalidArgument (bad batch size).
+  // (no shard up), InvalidArgument (bad batch size). `draw_seed`: the split
+  // and each shard's draw use streams derived from it instead of the
+  // sampler's and the tables' own, so the batch depends only on the seed and
+  // the shards' contents and totals (a learner passes one per update, so a
+  // resumed run draws what the uninterrupted one would have; SampleRequest).
   SampledBatch Sample(std::int64_t batch_size,
-                      std::optional<std::int64_t> policy_version = std::nullopt);
+                      std::optional<std::int64_t> policy_version = std::nullopt,
+                      std::optional<std::uint64_t> draw_seed = std::nullopt);
   // Sends each priority to the shard that owns its key, all shards at once;
   // blocks until they replied. Keys of unknown shards and of shards that are
   // down count as ignored. InvalidArgument for a size mismatch or a bad
