@@ -9,6 +9,7 @@
 // seeded by SplitMix64), so a stream depends only on its seed. Not
 // thread-safe: one Rng per env, per sampler, per table (under its lock).
 
+#include <cmath>
 #include <cstdint>
 
 namespace rlswarm {
@@ -82,6 +83,16 @@ class Rng {
 
   // True with probability p, as NumPy's `rand() < p`.
   bool Bernoulli(double p) { return Uniform01() < p; }
+
+  // Standard normal, by Box-Muller from two uniform draws (the cosine
+  // branch only, so each value costs two draws and the stream stays simple):
+  // defined bit for bit up to libm's log, sqrt and cos, which are correctly
+  // rounded or nearly so in glibc.
+  double Normal() {
+    const double u1 = 1.0 - Uniform01();  // (0, 1]: log is finite
+    const double u2 = Uniform01();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
 
  private:
   static constexpr std::uint64_t Rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }

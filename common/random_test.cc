@@ -63,6 +63,23 @@ TEST(RngTest, BernoulliFrequencyMatchesP) {
   EXPECT_NEAR(hits / static_cast<double>(kN), 0.1, 0.006);
 }
 
+TEST(RngTest, NormalHasMeanZeroVarianceOneAndNormalTails) {
+  Rng rng(11);
+  const int n = 200000;
+  double sum = 0, sum_sq = 0;
+  int beyond_two = 0;
+  for (int i = 0; i < n; ++i) {
+    const double z = rng.Normal();
+    ASSERT_TRUE(std::isfinite(z));
+    sum += z;
+    sum_sq += z * z;
+    beyond_two += std::abs(z) > 2.0;
+  }
+  EXPECT_NEAR(sum / n, 0.0, 0.01);
+  EXPECT_NEAR(sum_sq / n, 1.0, 0.015);
+  EXPECT_NEAR(static_cast<double>(beyond_two) / n, 0.0455, 0.003);  // P(|Z| > 2)
+}
+
 TEST(DeriveSeedTest, DistinctIndicesGiveDistinctSeeds) {
   std::set<std::uint64_t> seeds;
   for (std::uint64_t s = 0; s < 4; ++s) {

@@ -191,7 +191,7 @@ TEST(AsyncCheckpointTest, TheLearnerLogsEachSavesStallAndTheUpdatesPerSecondLost
   TempDir dir;
   LogCapture log;  // before the replay shard: its threads log while it lives
   th::CartPoleReplay replay(500);
-  DqnLearnerOptions o;
+  LearnerOptions o;
   o.batch_size = 32;
   o.publish_interval = 0;
   o.log_interval = std::chrono::milliseconds(0);

@@ -23,8 +23,8 @@ models::ModelSpec CartPoleSpec() {
   return models::MakeMlpSpec(models::MlpOptions{});  // 4-64-64-2
 }
 
-DqnLearnerOptions Options(const std::string& endpoint) {
-  DqnLearnerOptions o;
+LearnerOptions Options(const std::string& endpoint) {
+  LearnerOptions o;
   o.batch_size = 64;
   o.model.optimizer.lr = 5e-3;
   o.model.optimizer.max_grad_norm = 10;
@@ -43,7 +43,7 @@ struct FixedTransitionsRun {
   LearnerMetrics first, last;
 };
 
-FixedTransitionsRun TrainOnFixedTransitions(DqnLearnerOptions o,
+FixedTransitionsRun TrainOnFixedTransitions(LearnerOptions o,
                                             const testing::CartPoleReplay& replay) {
   at::set_num_threads(1);
   o.sampler.endpoints = {replay.endpoint()};
@@ -64,7 +64,7 @@ FixedTransitionsRun TrainOnFixedTransitions(DqnLearnerOptions o,
 // the fixed data set must fall by a wide margin.
 TEST(DqnLearnerTest, FixedCartPoleTransitionsDriveTheTdErrorDown) {
   testing::CartPoleReplay replay(2000);
-  DqnLearnerOptions o = Options(replay.endpoint());
+  LearnerOptions o = Options(replay.endpoint());
   o.publish_interval = 0;
   const FixedTransitionsRun run = TrainOnFixedTransitions(o, replay);
   const LearnerMetrics& first = run.first;
@@ -90,7 +90,7 @@ TEST(DqnLearnerTest, FixedCartPoleTransitionsDriveTheTdErrorDown) {
 TEST(DqnLearnerTest, NonFiniteGradientsSkipTheStepAndSendNoPriorities) {
   at::set_num_threads(1);
   testing::CartPoleReplay replay(64, /*seed=*/0, /*nan_observations=*/64);
-  DqnLearnerOptions o = Options(replay.endpoint());
+  LearnerOptions o = Options(replay.endpoint());
   o.publish_interval = 0;
   DqnLearner learner(CartPoleSpec(), o, std::make_shared<Communicator>());
   const at::Tensor before = learner.model().LocalShard().clone();
@@ -112,7 +112,7 @@ TEST(DqnLearnerTest, NonFiniteGradientsSkipTheStepAndSendNoPriorities) {
 TEST(CudaDqnLearnerTest, FixedCartPoleTransitionsDriveTheTdErrorDownOnCuda) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no GPU (" << TorchBuildDescription() << ")";
   testing::CartPoleReplay replay(2000);
-  DqnLearnerOptions o = Options(replay.endpoint());
+  LearnerOptions o = Options(replay.endpoint());
   o.publish_interval = 50;
   o.publishing.publisher.endpoint = "tcp://127.0.0.1:*";
   o.publishing.publisher.snapshot_endpoint = "tcp://127.0.0.1:*";
@@ -129,7 +129,7 @@ TEST(CudaDqnLearnerTest, FixedCartPoleTransitionsDriveTheTdErrorDownOnCuda) {
 TEST(DqnLearnerTest, PublishedVersionDecodesToTheFullParameters) {
   at::set_num_threads(1);
   testing::CartPoleReplay replay(500);
-  DqnLearnerOptions o = Options(replay.endpoint());
+  LearnerOptions o = Options(replay.endpoint());
   o.publish_interval = 5;
   DqnLearner learner(CartPoleSpec(), o, std::make_shared<Communicator>());
   rpc::SubscriberOptions so;
@@ -222,13 +222,13 @@ TEST(WeightsBroadcasterTest, PartsModeOffsetsFixedPortsByTheRank) {
 }
 
 TEST(DqnLearnerTest, BatchNotDivisibleByTheWorldIsRejected) {
-  DqnLearnerOptions o;
+  LearnerOptions o;
   o.batch_size = 10;
-  EXPECT_THROW(o.Validate(CartPoleSpec(), 3), InvalidArgument);
+  EXPECT_THROW(o.Validate(3), InvalidArgument);
   o.batch_size = 12;
   o.target_tau = 0;
   o.target_update_interval = 0;
-  EXPECT_THROW(o.Validate(CartPoleSpec(), 3), InvalidArgument);
+  EXPECT_THROW(o.Validate(3), InvalidArgument);
 }
 
 }  // namespace

@@ -25,7 +25,9 @@ int ShardIndex(const ShardedModel& model) {
 // every parameter it holds elements of, named as weights_parts.h says. In
 // full mode on a direct model (one shard) the slices are the whole
 // parameters under their own names.
-void DescribeLocalSlices(const ShardedModel& model, bool as_parts, std::vector<std::string>* names,
+// `prefix` goes before every name, `base` onto every offset.
+void DescribeLocalSlices(const ShardedModel& model, bool as_parts, const std::string& prefix,
+                         int64_t base, std::vector<std::string>* names,
                          std::vector<int64_t>* offsets, std::vector<int64_t>* numels,
                          std::vector<std::vector<int64_t>>* shapes) {
   const int shard = ShardIndex(model);
@@ -37,9 +39,10 @@ void DescribeLocalSlices(const ShardedModel& model, bool as_parts, std::vector<s
       const int64_t from = std::max(begin, p.offset);
       const int64_t to = std::min(end, p.offset + p.numel);
       if (from < to) {
-        names->push_back(as_parts ? models::WeightsPartName(p.name, index, p.shape, from - p.offset)
-                                  : p.name);
-        offsets->push_back(u.local_offset + from - begin);
+        names->push_back(
+            prefix +
+            (as_parts ? models::WeightsPartName(p.name, index, p.shape, from - p.offset) : p.name));
+        offsets->push_back(base + u.local_offset + from - begin);
         numels->push_back(to - from);
         shapes->push_back(as_parts ? std::vector<int64_t>{to - from} : p.shape);
       }
@@ -71,11 +74,21 @@ std::string OffsetEndpointPort(const std::string& endpoint, int offset) {
 }
 
 WeightsBroadcaster::WeightsBroadcaster(WeightsPublishingOptions options, ShardedModel& model)
-    : options_(std::move(options)), model_(model) {
+    : WeightsBroadcaster(std::move(options), std::vector<PublishedModel>{{"", &model}}) {}
+
+WeightsBroadcaster::WeightsBroadcaster(WeightsPublishingOptions options,
+                                       std::vector<PublishedModel> models)
+    : options_(std::move(options)), models_(std::move(models)) {
+  if (models_.empty()) throw InvalidArgument("weights: nothing to publish");
+  ShardedModel& model = *models_[0].model;
   const int rank = model.communicator().rank();
   bool publishes = rank == 0;
   rpc::PublisherOptions po = options_.publisher;
   if (options_.mode == PublishMode::kParts) {
+    if (models_.size() != 1) {
+      throw InvalidArgument("weights: publish_mode parts publishes one network, not " +
+                            std::to_string(models_.size()) + " (use publish_mode full)");
+    }
     num_parts_ = ShardCount(model);
     publishes = !model.direct() ? rank < num_parts_ : rank == 0;
     po.endpoint = OffsetEndpointPort(po.endpoint, rank);
@@ -102,32 +115,39 @@ void WeightsBroadcaster::Publish(uint64_t version) {
   Job job;
   job.version = version;
   const bool parts = options_.mode == PublishMode::kParts;
-  if (!parts && !model_.direct()) {
-    models::NamedTensors full = model_.FullParameters();  // collective
-    if (!publisher_) return;
-    std::vector<at::Tensor> flat;
-    int64_t offset = 0;
-    for (const auto& [name, t] : full) {
-      job.names.push_back(name);
-      job.offsets.push_back(offset);
-      job.numels.push_back(t.numel());
-      job.shapes.push_back(t.sizes().vec());
-      offset += t.numel();
-      flat.push_back(t.reshape(-1));
-    }
-    // One device-to-host copy of the whole model.
-    job.flat = CopyToHostAsync(at::cat(flat));
-  } else {
-    if (!publisher_) return;
-    DescribeLocalSlices(model_, parts, &job.names, &job.offsets, &job.numels, &job.shapes);
-    // One device-to-host copy of this rank's flat shard (on the CPU a copy:
-    // the next Step updates the shard in place).
-    job.flat = CopyToHostAsync(model_.LocalShard());
-    if (parts) {
-      job.shard = ShardIndex(model_);
-      job.num_shards = num_parts_;
+  std::vector<at::Tensor> flat;
+  int64_t offset = 0;
+  for (const PublishedModel& published : models_) {
+    ShardedModel& model = *published.model;
+    if (!parts && !model.direct()) {
+      models::NamedTensors full = model.FullParameters();  // collective
+      if (!publisher_) continue;
+      for (const auto& [name, t] : full) {
+        job.names.push_back(published.prefix + name);
+        job.offsets.push_back(offset);
+        job.numels.push_back(t.numel());
+        job.shapes.push_back(t.sizes().vec());
+        offset += t.numel();
+        flat.push_back(t.reshape(-1));
+      }
+    } else {
+      if (!publisher_) continue;
+      DescribeLocalSlices(model, parts, published.prefix, offset, &job.names, &job.offsets,
+                          &job.numels, &job.shapes);
+      // This rank's flat shard (on the CPU a copy: the next Step updates
+      // the shard in place).
+      const at::Tensor shard = model.LocalShard();
+      offset += shard.numel();
+      flat.push_back(shard.reshape(-1));
+      if (parts) {
+        job.shard = ShardIndex(model);
+        job.num_shards = num_parts_;
+      }
     }
   }
+  if (!publisher_) return;
+  // One device-to-host copy of everything published.
+  job.flat = CopyToHostAsync(flat.size() == 1 ? flat[0] : at::cat(flat));
   {
     MutexLock lock(mu_);
     waiting_ = std::move(job);  // replaces a version not yet sent: the newest wins

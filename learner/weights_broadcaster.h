@@ -12,7 +12,8 @@
 //           ever holds the full model. Subscribers take the same version
 //           from every rank's publisher and call models::MergeWeightParts.
 // With no_shard (or world 1) there is one shard, so kParts is kFull without
-// the gather.
+// the gather. In kFull mode one blob may hold several networks (TD3's
+// policy and critics), each under a name prefix; kParts publishes one.
 //
 // Training never waits for a broadcast: Publish() does the gather (kFull)
 // and one device-to-host copy of the flat parameters on the training thread
@@ -48,6 +49,13 @@ struct WeightsPublishingOptions {
   rpc::PublisherOptions publisher;
 };
 
+// One network of the published blob; its parameters are named
+// "<prefix><layer>.<param>".
+struct PublishedModel {
+  std::string prefix;
+  ShardedModel* model = nullptr;
+};
+
 // "tcp://host:47100" -> "tcp://host:(47100 + offset)"; "...:*" unchanged.
 // Throws InvalidArgument on an endpoint without a port.
 std::string OffsetEndpointPort(const std::string& endpoint, int offset);
@@ -57,6 +65,9 @@ class WeightsBroadcaster {
   // Binds this rank's Publisher if it publishes (throws Unavailable if it
   // cannot bind). Local.
   WeightsBroadcaster(WeightsPublishingOptions options, ShardedModel& model);
+  // Several networks in one blob (kFull only: throws InvalidArgument in
+  // kParts mode with more than one).
+  WeightsBroadcaster(WeightsPublishingOptions options, std::vector<PublishedModel> models);
   ~WeightsBroadcaster();
 
   // Publishes the current parameters as `version` (> the last one):
@@ -77,7 +88,7 @@ class WeightsBroadcaster {
 
  private:
   WeightsPublishingOptions options_;
-  ShardedModel& model_;
+  std::vector<PublishedModel> models_;
   int num_parts_ = 1;
   std::unique_ptr<rpc::Publisher> publisher_;
 

@@ -135,7 +135,7 @@ void DqnWithReplay(std::shared_ptr<Communicator> comm, const std::string& dir) {
     std::filesystem::rename(dir + "/replay.tmp", dir + "/replay");
   }
   Barrier(*comm);
-  DqnLearnerOptions o;
+  LearnerOptions o;
   o.batch_size = 64;
   o.model.optimizer.lr = 5e-3;
   o.model.optimizer.max_grad_norm = 10;
@@ -170,8 +170,8 @@ std::string ReadEndpoint(const std::string& dir, const std::string& name) {
   return endpoint;
 }
 
-DqnLearnerOptions ResumeCaseOptions(const std::string& endpoint, const std::string& ckpt_dir) {
-  DqnLearnerOptions o;
+LearnerOptions ResumeCaseOptions(const std::string& endpoint, const std::string& ckpt_dir) {
+  LearnerOptions o;
   o.batch_size = 64;
   o.model.optimizer.lr = 5e-3;
   o.model.optimizer.max_grad_norm = 10;
@@ -233,7 +233,7 @@ void StopWhileWaiting(std::shared_ptr<Communicator> comm, const std::string& dir
   } else {
     full = std::make_unique<CartPoleReplay>(500);
   }
-  DqnLearnerOptions o =
+  LearnerOptions o =
       ResumeCaseOptions(rank == 0 ? empty->endpoint() : full->endpoint(), dir + "/ckpt");
   o.sampler.timeout = std::chrono::milliseconds(200);
   DqnLearner learner(models::MakeMlpSpec(models::MlpOptions{}), o, comm);

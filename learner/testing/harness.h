@@ -123,6 +123,9 @@ void RunActivationCheckpointScenario(std::shared_ptr<Communicator> comm, int ran
 void RunTraceScenario(std::shared_ptr<Communicator> comm, int rank, int world_size,
                       const std::string& dir);
 
+// The TD3 scenario (td3_case.h).
+void RunTd3Scenario(std::shared_ptr<Communicator> comm, const std::string& dir);
+
 inline constexpr int kSteps = 5;
 inline constexpr int kGlobalBatch = 12;  // divisible by 1, 2, 3
 

@@ -244,6 +244,10 @@ int WorkerMain(int argc, char** argv) {
       } else {
         RunActivationCheckpointScenario(comm, a.rank, a.world_size, a.dir);
       }
+    } else if (a.scenario == "td3") {
+      ProcessGroupHandle pg = Join(a, std::chrono::milliseconds(20000));
+      RunTd3Scenario(std::make_shared<Communicator>(pg.group, a.rank, a.world_size, pg.timeout),
+                     a.dir);
     } else if (a.scenario == "die") {
       Die(a, false);
     } else if (a.scenario == "die_in_backward") {

@@ -1,10 +1,10 @@
-#include "learner/dqn_learner_options.h"
+#include "learner/learner_options.h"
 
 #include "common/errors.h"
 
 namespace rlswarm::learner {
 
-void DqnLearnerOptions::Validate(const models::ModelSpec& spec, int world_size) const {
+void LearnerOptions::Validate(int world_size) const {
   if (batch_size < 1 || world_size < 1 || batch_size % world_size != 0) {
     throw InvalidArgument("learner: batch_size " + std::to_string(batch_size) +
                           " must be a positive multiple of the world size " +
@@ -23,8 +23,11 @@ void DqnLearnerOptions::Validate(const models::ModelSpec& spec, int world_size) 
     throw InvalidArgument("learner: checkpoint_interval needs a checkpoint_dir");
   }
   if (!model.trainable) throw InvalidArgument("learner: the model must be trainable");
-  model.Validate(spec);
   loss.Validate();
+  td3_loss.Validate();
+  if (policy_delay < 1 || policy_lr < 0) {
+    throw InvalidArgument("learner: policy_delay must be >= 1 and policy_lr >= 0");
+  }
 }
 
 }  // namespace rlswarm::learner

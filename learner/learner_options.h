@@ -1,7 +1,8 @@
 #pragma once
 
-// Options of the Ape-X DQN learner (dqn_learner.h). config/learner_section.h
-// fills them from the `learner` section of an experiment config.
+// Options of the Ape-X learner (apex_learner.h) and of the algorithm it
+// trains (learner_algorithm.h: dqn or td3). config/learner_section.h fills
+// them from the `learner` section of an experiment config.
 
 #include <chrono>
 #include <cstdint>
@@ -9,18 +10,26 @@
 
 #include "learner/dqn_loss.h"
 #include "learner/sharded_model.h"
+#include "learner/td3_loss.h"
 #include "learner/weights_broadcaster.h"
 #include "replay/service/replay_sampler.h"
 
 namespace rlswarm::learner {
 
-struct DqnLearnerOptions {
+struct LearnerOptions {
   // The global batch: each of the W ranks draws batch_size / W items.
   int64_t batch_size = 128;
-  // Sharding, optimizer (kind, lr, max_grad_norm), init seed, device.
+  // Sharding, optimizer (kind, lr, max_grad_norm), init seed, device: of
+  // the Q-network (dqn), of the critics and, with policy_lr, the policy (td3).
   ShardedModelOptions model;
   DqnLossOptions loss;
-  // Target network: Polyak averaging with this tau after every update when
+  // td3 (td3_trainer.h): target policy smoothing, a policy update every
+  // policy_delay updates at policy_lr (0 = model.optimizer.lr); the
+  // policy's init seed is model.seed + 1.
+  Td3LossOptions td3_loss;
+  int64_t policy_delay = 2;
+  double policy_lr = 0;
+  // Target network(s): Polyak averaging with this tau after every update when
   // > 0; otherwise a hard copy every target_update_interval updates.
   // docs/baselines.md: tau 0.01 or a copy every ~100 updates.
   double target_tau = 0.01;
@@ -56,7 +65,7 @@ struct DqnLearnerOptions {
   // Throws InvalidArgument: batch_size not divisible by world_size, tau
   // outside [0, 1], tau == 0 with target_update_interval < 1, negative
   // intervals, bad member options.
-  void Validate(const models::ModelSpec& spec, int world_size) const;
+  void Validate(int world_size) const;
 };
 
 }  // namespace rlswarm::learner

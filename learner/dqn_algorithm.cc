@@ -1,0 +1,78 @@
+#include "learner/dqn_algorithm.h"
+
+#include <ATen/ATen.h>
+
+#include "learner/trace_recorder.h"
+#include "replay/service/transition.h"
+
+namespace rlswarm::learner {
+
+DqnAlgorithm::DqnAlgorithm(models::ModelSpec spec, DqnAlgorithmOptions options, ShardMesh mesh)
+    : options_(std::move(options)) {
+  online_ = std::make_unique<ShardedModel>(std::move(spec), options_.model, std::move(mesh));
+  target_ = online_->MakeTarget();
+}
+
+AlgorithmStep DqnAlgorithm::Train(const StagedBatch& batch, int64_t /*update*/) {
+  const at::ScalarType dtype = options_.model.sharding.mixed_precision.param_dtype;
+  const at::Device device = options_.model.device;
+  auto input = [&](const char* name) { return batch.Field(name).to(device, dtype); };
+  at::Tensor obs = input(replay::transition::kObservation);
+  at::Tensor next_obs = input(replay::transition::kNextObservation);
+  DqnTargets targets;
+  targets.action = batch.Field(replay::transition::kAction).to(device, at::kLong).reshape(-1);
+  targets.reward = batch.Field(replay::transition::kReward).to(device).reshape(-1);
+  targets.discount = batch.Field(replay::transition::kDiscount).to(device).reshape(-1);
+  if (batch.weights.defined()) targets.weights = batch.weights.to(device);
+
+  at::Tensor next_target;
+  {
+    at::NoGradGuard no_grad;
+    next_target = target_->Forward(next_obs);
+  }
+  online_->ZeroGrad();
+  // One online forward over [s; s'] instead of two: one set of all-gathers
+  // per unit when sharded. Q(s') is only used detached (double-Q's argmax),
+  // so its rows get a zero gradient.
+  const int64_t rows = obs.size(0);
+  at::Tensor both = online_->Forward(at::cat({obs, next_obs}));
+  at::Tensor q = both.narrow(0, 0, rows);
+  at::Tensor next_online = both.narrow(0, rows, rows).detach();
+  DqnLossResult result = [&] {
+    TraceScope trace("loss");
+    return DqnLoss(q, next_online, next_target, targets, options_.loss);
+  }();
+  {
+    TraceScope trace("backward");
+    result.loss.backward();
+  }
+  online_->Step();
+
+  // One device-to-host copy for what the host needs of this update (the
+  // priorities for replay, the loss and mean |TD| for the metrics): the one
+  // synchronisation an update needs on CUDA; free on the CPU.
+  at::NoGradGuard no_grad;
+  const at::Tensor summary = at::cat({result.priorities.to(at::kDouble).reshape(-1),
+                                      result.loss.detach().to(at::kDouble).reshape(1),
+                                      result.td_error.abs().mean().to(at::kDouble).reshape(1)})
+                                 .cpu();
+  const double* p = summary.data_ptr<double>();
+  const int64_t n = summary.numel() - 2;
+  return {std::vector<double>(p, p + n), p[n], p[n + 1]};
+}
+
+void DqnAlgorithm::AfterUpdate(int64_t update) {
+  if (options_.target_tau > 0) {
+    target_->PolyakUpdate(*online_, options_.target_tau);
+  } else if (update % options_.target_update_interval == 0) {
+    target_->CopyFrom(*online_);
+  }
+}
+
+std::vector<CheckpointedModel> DqnAlgorithm::checkpointed() {
+  return {{"", online_.get(), target_.get()}};
+}
+
+std::vector<PublishedModel> DqnAlgorithm::published() { return {{"", online_.get()}}; }
+
+}  // namespace rlswarm::learner
