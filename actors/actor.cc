@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <deque>
 
-#include "actors/q_policy.h"
+#include "actors/acting_policy.h"
 #include "actors/weights_follower.h"
 #include "common/errors.h"
 #include "common/random.h"
@@ -37,28 +37,35 @@ ActorOptions Validated(ActorOptions options) {
   return options;
 }
 
+// An actor's policy needs the critics of a continuous-action algorithm for
+// its initial priorities.
+std::unique_ptr<ActingPolicy> MakeActorPolicy(const ActingNetworks& networks,
+                                              const envs::EnvSpec& env) {
+  if (env.action.kind == envs::ActionKind::kContinuous && !networks.critic) {
+    throw InvalidArgument("actor: " + env.name +
+                          " has continuous actions (DQN needs discrete; learner.algorithm: td3)");
+  }
+  return MakeActingPolicy(networks, env);
+}
+
 }  // namespace
 
-Actor::Actor(ActorOptions options, const models::ModelSpec& model, std::uint64_t model_seed,
+Actor::Actor(ActorOptions options, const ActingNetworks& networks,
              replay::ReplayWriterOptions writer)
     : options_(Validated(std::move(options))),
       env_(options_.env_name, options_.env),
+      policy_(MakeActorPolicy(networks, env_.spec())),
       n_step_(options_.n_step, options_.env.num_envs, env_.observation_bytes(),
-              sizeof(std::int64_t)),
+              policy_->action_bytes()),
       writer_(writer),
       batch_items_(writer.max_batch_items),
       batch_delay_(writer.flush_interval) {
-  if (env_.spec().action.kind != envs::ActionKind::kDiscrete) {
-    throw InvalidArgument("actor: " + options_.env_name +
-                          " has continuous actions (DQN needs discrete)");
-  }
-  policy_ = std::make_unique<QPolicy>(model, model_seed, env_.spec().observation.dtype);
-  if (policy_->observation_bytes() != env_.observation_bytes() ||
-      policy_->num_actions() != env_.spec().action.num_actions) {
-    throw InvalidArgument("actor: the model does not fit " + options_.env_name);
-  }
   if (!options_.weights.empty()) weights_ = std::make_unique<WeightsFollower>(options_.weights);
 }
+
+Actor::Actor(ActorOptions options, const models::ModelSpec& model, std::uint64_t model_seed,
+             replay::ReplayWriterOptions writer)
+    : Actor(std::move(options), ActingNetworks{model, std::nullopt, model_seed}, writer) {}
 
 Actor::~Actor() = default;
 
@@ -97,7 +104,9 @@ void Actor::SendReady(bool force) {
   auto owner = std::make_shared<const TransitionColumns>(n_step_.TakeReady());
   const TransitionColumns& t = *owner;
   const std::size_t obs_bytes = env_.observation_bytes();
+  const std::size_t action_bytes = policy_->action_bytes();
   const auto& obs_spec = env_.spec().observation;
+  const std::vector<std::int64_t> action_row_shape = policy_->action_shape();
   std::int64_t begin = 0;
   while (begin < n) {
     // One batch per run of rows from the same policy version.
@@ -107,21 +116,22 @@ void Actor::SendReady(bool force) {
     std::vector<std::int64_t> obs_shape = {rows};
     obs_shape.insert(obs_shape.end(), obs_spec.shape.begin(), obs_spec.shape.end());
     const std::vector<std::int64_t> scalar_shape = {rows};
+    std::vector<std::int64_t> action_shape = {rows};
+    action_shape.insert(action_shape.end(), action_row_shape.begin(), action_row_shape.end());
     const auto b = static_cast<std::size_t>(begin);
     const auto r = static_cast<std::size_t>(rows);
     namespace field = replay::transition;
     replay::InsertBatch batch;
-    batch.fields = {
-        {field::kObservation, obs_spec.dtype, obs_shape,
-         std::span(t.observation).subspan(b * obs_bytes, r * obs_bytes)},
-        {field::kAction, DType::kInt64, scalar_shape,
-         std::span(t.action).subspan(b * sizeof(std::int64_t), r * sizeof(std::int64_t))},
-        {field::kReward, DType::kFloat32, scalar_shape,
-         std::as_bytes(std::span(t.reward).subspan(b, r))},
-        {field::kDiscount, DType::kFloat32, scalar_shape,
-         std::as_bytes(std::span(t.discount).subspan(b, r))},
-        {field::kNextObservation, obs_spec.dtype, obs_shape,
-         std::span(t.next_observation).subspan(b * obs_bytes, r * obs_bytes)}};
+    batch.fields = {{field::kObservation, obs_spec.dtype, obs_shape,
+                     std::span(t.observation).subspan(b * obs_bytes, r * obs_bytes)},
+                    {field::kAction, policy_->action_dtype(), action_shape,
+                     std::span(t.action).subspan(b * action_bytes, r * action_bytes)},
+                    {field::kReward, DType::kFloat32, scalar_shape,
+                     std::as_bytes(std::span(t.reward).subspan(b, r))},
+                    {field::kDiscount, DType::kFloat32, scalar_shape,
+                     std::as_bytes(std::span(t.discount).subspan(b, r))},
+                    {field::kNextObservation, obs_spec.dtype, obs_shape,
+                     std::span(t.next_observation).subspan(b * obs_bytes, r * obs_bytes)}};
     batch.priorities = std::span(t.priority).subspan(b, r);
     batch.policy_version = t.policy_version[b];
     writer_.AppendShared(batch, owner);
@@ -133,7 +143,6 @@ void Actor::SendReady(bool force) {
 
 void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
   const std::int64_t m = env_.num_envs();
-  const std::int64_t num_actions = policy_->num_actions();
   const std::size_t obs_bytes = env_.observation_bytes();
   Rng rng(DeriveSeed(options_.seed, static_cast<std::uint64_t>(options_.actor_id)));
   std::uint64_t env_seed =
@@ -143,14 +152,14 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
   }
   env_.Reset(env_seed);
 
-  std::vector<float> q(static_cast<std::size_t>(m * num_actions));
+  const std::size_t action_bytes = policy_->action_bytes();
   std::vector<float> values(static_cast<std::size_t>(m));
   std::vector<float> q_taken(static_cast<std::size_t>(m));
-  std::vector<std::int64_t> actions(static_cast<std::size_t>(m));
+  std::vector<std::byte> actions(static_cast<std::size_t>(m) * action_bytes);
   std::vector<std::byte> observations(static_cast<std::size_t>(m) * obs_bytes);
   std::vector<std::byte> final_rows;
-  std::vector<float> final_q;
   std::vector<float> final_values;
+  const bool discrete = env_.spec().action.kind == envs::ActionKind::kDiscrete;
   std::deque<double> recent_returns;
 
   const auto start = Clock::now();
@@ -162,24 +171,20 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
     epsilon_ = Epsilon(options_.exploration, options_.actor_id, options_.num_actors,
                        options_.start_steps + steps);
     std::memcpy(observations.data(), env_.observations(), observations.size());
-    policy_->Evaluate(observations, m, q);
-    for (std::int64_t i = 0; i < m; ++i) {
-      const float* row = q.data() + i * num_actions;
-      const auto greedy = std::max_element(row, row + num_actions) - row;
-      values[i] = row[greedy];
-      actions[i] =
-          rng.Uniform01() < epsilon_
-              ? static_cast<std::int64_t>(rng.Below(static_cast<std::uint64_t>(num_actions)))
-              : greedy;
-      q_taken[i] = row[actions[i]];
-    }
+    policy_->Act(observations, m, epsilon_, rng, actions, q_taken, values);
     n_step_.SetCurrentValues(values);
     SendReady(false);  // every ready transition has its priority now
 
-    env_.Step(actions);
+    if (discrete) {
+      env_.Step(std::span(reinterpret_cast<const std::int64_t*>(actions.data()),
+                          static_cast<std::size_t>(m)));
+    } else {
+      env_.Step(std::span(reinterpret_cast<const float*>(actions.data()),
+                          actions.size() / sizeof(float)));
+    }
     const auto mm = static_cast<std::size_t>(m);
     n_step_.Observe({observations,
-                     std::as_bytes(std::span(actions)),
+                     actions,
                      q_taken,
                      {env_.rewards(), mm},
                      {env_.terminated(), mm},
@@ -196,13 +201,8 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
         const auto row = env_.final_observation(truncated[j]);
         std::memcpy(final_rows.data() + j * obs_bytes, row.data(), obs_bytes);
       }
-      final_q.resize(static_cast<std::size_t>(k * num_actions));
-      policy_->Evaluate(final_rows, k, final_q);
       final_values.resize(truncated.size());
-      for (std::int64_t j = 0; j < k; ++j) {
-        const float* row = final_q.data() + j * num_actions;
-        final_values[j] = *std::max_element(row, row + num_actions);
-      }
+      policy_->Values(final_rows, k, final_values);
       n_step_.SetFinalValues(final_values);
     }
     steps += m;
@@ -237,11 +237,7 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
   // The last step's transitions get their priorities from the current
   // observations, so that stopping loses none of what the actor holds.
   std::memcpy(observations.data(), env_.observations(), observations.size());
-  policy_->Evaluate(observations, m, q);
-  for (std::int64_t i = 0; i < m; ++i) {
-    const float* row = q.data() + i * num_actions;
-    values[i] = *std::max_element(row, row + num_actions);
-  }
+  policy_->Values(observations, m, values);
   n_step_.SetCurrentValues(values);
   SendReady(true);
   writer_.Flush(std::chrono::seconds(5));

@@ -1,16 +1,16 @@
 #pragma once
 
 // Actor: one actor process's loop (Ape-X, Horgan et al. 2018, section 3):
-// M envs in a VectorEnv, one batched forward pass per step, epsilon-greedy
-// actions, n-step transitions with initial priorities (NStepAccumulator),
-// sent in batches through a ReplayWriter, and weights refreshed from the
+// M envs in a VectorEnv, one batched forward pass per step, actions chosen
+// and explored by the algorithm's ActingPolicy (acting_policy.h:
+// epsilon-greedy for DQN, Gaussian noise for TD3), n-step transitions with initial priorities
+// (NStepAccumulator), sent in batches through a ReplayWriter, and weights refreshed from the
 // learner's broadcast between steps.
 //
 // Per step:
-//   Q = policy(current observations)                     one forward, [M, A]
-//   -> V = max_a Q completes the priorities of last step's transitions;
-//      everything ready goes to the writer (grouped by policy version)
-//   -> a_i = argmax Q_i, or uniform with probability eps (per env)
+//   actions, Q(s, a), V(s) = policy.Act(current observations, exploration)
+//   -> V completes the priorities of last step's transitions; everything
+//      ready goes to the writer (grouped by policy version)
 //   -> envs step (auto-reset); n-step accumulation; one extra forward over
 //      the final observations of time-limit-truncated episodes, if any
 //   -> every refresh_steps steps or refresh_interval: take the newest
@@ -45,7 +45,8 @@ struct ModelSpec;
 
 namespace rlswarm::actors {
 
-class QPolicy;
+class ActingPolicy;
+struct ActingNetworks;
 class WeightsFollower;
 
 struct ActorOptions {
@@ -95,7 +96,10 @@ struct ActorStats {
 
 class Actor {
  public:
-  // Throws InvalidArgument for bad options, NotFound for an unknown env.
+  // Throws InvalidArgument for bad options or networks that do not fit the
+  // env, NotFound for an unknown env.
+  Actor(ActorOptions options, const ActingNetworks& networks, replay::ReplayWriterOptions writer);
+  // An Ape-X DQN actor: epsilon-greedy on a Q-network of `model`.
   Actor(ActorOptions options, const models::ModelSpec& model, std::uint64_t model_seed,
         replay::ReplayWriterOptions writer);
   ~Actor();
@@ -107,6 +111,7 @@ class Actor {
   void Run(const std::function<void(const EpisodeStats&)>& on_episode = {});
   void Stop() { stop_ = true; }
   ActorStats stats() const;
+  // The current exploration value: epsilon (dqn) or sigma (td3).
   double epsilon() const { return epsilon_; }
 
  private:
@@ -117,8 +122,8 @@ class Actor {
   void SendReady(bool force);
 
   const ActorOptions options_;
-  std::unique_ptr<QPolicy> policy_;
   envs::VectorEnv env_;
+  std::unique_ptr<ActingPolicy> policy_;
   NStepAccumulator n_step_;
   replay::ReplayWriter writer_;
   std::unique_ptr<WeightsFollower> weights_;

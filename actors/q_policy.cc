@@ -25,6 +25,7 @@ namespace {
 // spinning OpenMP workers that starve the envs and the replay client.
 std::atomic<int> inference_threads{1};
 thread_local int applied_threads = 0;
+}  // namespace
 
 void ApplyInferenceThreads() {
   const int wanted = inference_threads.load(std::memory_order_relaxed);
@@ -33,7 +34,6 @@ void ApplyInferenceThreads() {
     applied_threads = wanted;
   }
 }
-}  // namespace
 
 void SetInferenceThreads(int threads) {
   inference_threads = std::max(1, threads);

@@ -28,6 +28,9 @@ namespace rlswarm::actors {
 // QPolicy::Evaluate (default 1: the swarm scales by processes, and one
 // thread per forward pass of a few hundred rows is fastest here).
 void SetInferenceThreads(int threads);
+// Applies that count to the calling thread (once per thread): every
+// inference entry point calls it first.
+void ApplyInferenceThreads();
 
 class QPolicy {
  public:

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "actors/acting_policy.h"
 #include "actors/actor.h"
 #include "actors/q_policy.h"
 #include "apps/commands.h"
@@ -78,7 +79,7 @@ void RunActor(const ActorArgs& args, const CLI::App& cmd) {
   }
   const replay::ReplayWriterOptions writer = config::MakeActorWriterOptions(config);
 
-  actors::Actor actor(options, config.ModelSpec(), config.model.seed, writer);
+  actors::Actor actor(options, config.ActingNetworks(), writer);
   std::thread stopper([&] {
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);

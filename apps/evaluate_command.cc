@@ -11,7 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "actors/q_batch_policy.h"
+#include "actors/acting_policy.h"
 #include "actors/q_policy.h"
 #include "apps/commands.h"
 #include "common/logging.h"
@@ -29,7 +29,10 @@ namespace {
 // How long a recorded frame shows: CartPole-v1 in real time (its physics
 // step is 0.02 s, Gymnasium renders it at 50 fps); the MinAtar grids move a
 // cell a step, readable at 10 frames a second.
-int FrameDelayCs(const std::string& env_name) { return env_name == "CartPole-v1" ? 2 : 10; }
+int FrameDelayCs(const std::string& env_name) {
+  if (env_name == "CartPole-v1") return 2;
+  return env_name == "Pendulum-v1" ? 5 : 10;
+}
 
 // `--record`: the first `episodes` episodes as PNG frames
 // (DIR/episode-NNNN/frame-NNNNN.png) and one animated GIF each
@@ -132,38 +135,37 @@ void RunEvaluate(const EvaluateArgs& args, const CLI::App& cmd) {
   envs::VectorEnv env(env_cfg.name,
                       env_cfg.ToVectorEnvOptions(envs::AutoResetSeeding::kSeedPerEpisode));
   std::unique_ptr<envs::BatchPolicy> policy;
-  std::unique_ptr<actors::QPolicy> network;
+  std::unique_ptr<actors::ActingPolicy> network;
   std::unique_ptr<EpisodeRecorder> recorder;
   if (eval.policy == "random") {
     if (!args.record_dir.empty() || cmd.count("--epsilon")) {
-      throw config::ConfigError("--record and --epsilon need a Q-network policy (--checkpoint)");
+      throw config::ConfigError("--record and --epsilon need a trained policy (--checkpoint)");
     }
     policy = std::make_unique<envs::RandomPolicy>(env.spec(), env.num_envs(), eval.seed);
   } else {
     if (args.checkpoint.empty())
       throw config::ConfigError("evaluate.policy 'q' needs --checkpoint PATH");
     actors::SetInferenceThreads(1);
-    network = std::make_unique<actors::QPolicy>(config.ModelSpec(), config.model.seed,
-                                                env.spec().observation.dtype);
+    network = actors::MakeActingPolicy(config.ActingNetworks(/*with_critic=*/false), env.spec());
     network->LoadWeights(evaluate::CheckpointWeights(args.checkpoint));
-    auto q_policy =
-        std::make_unique<actors::QBatchPolicy>(*network, env.num_envs(), args.epsilon, eval.seed);
+    std::function<void(std::int64_t, std::uint64_t, std::int64_t)> on_observation;
     if (!args.record_dir.empty()) {
       if (!envs::CanRender(env.spec())) {
         throw config::ConfigError("--record: cannot draw " + env_cfg.name +
-                                  " (CartPole-v1 and the MinAtar games can be drawn)");
+                                  " (CartPole-v1, Pendulum-v1 and the MinAtar games can be drawn)");
       }
       recorder = std::make_unique<EpisodeRecorder>(args.record_dir,
                                                    static_cast<std::uint64_t>(args.record_episodes),
                                                    FrameDelayCs(env_cfg.name));
-      q_policy->on_observation = [&env, &recorder](std::int64_t slot, std::uint64_t episode,
-                                                   std::int64_t step) {
+      on_observation = [&env, &recorder](std::int64_t slot, std::uint64_t episode,
+                                         std::int64_t step) {
         if (!recorder->Wants(slot, episode)) return;
         recorder->Frame(slot, episode, step,
                         envs::RenderObservation(env.spec(), env.observation(slot)));
       };
     }
-    policy = std::move(q_policy);
+    policy = network->MakeEvaluationPolicy(env.num_envs(), args.epsilon, eval.seed,
+                                           std::move(on_observation));
   }
   spdlog::info("evaluating policy '{}' on {} for {} episodes, {} envs, seed {}", eval.policy,
                env_cfg.name, eval.episodes, env.num_envs(), eval.seed);

@@ -20,10 +20,10 @@
 #include "apps/commands.h"
 #include "common/logging.h"
 #include "config/experiment_config.h"
+#include "config/learner_factory.h"
 #include "launch/process_control.h"
 #include "launch/role_metrics.h"
 #include "learner/device_plan.h"
-#include "learner/dqn_learner.h"
 #include "learner/env_rendezvous.h"
 #include "learner/memory_peak.h"
 #include "learner/trace_update.h"
@@ -172,7 +172,7 @@ constexpr int64_t kTracedUpdate = 10;
 // the merged trace to `path`. Returns whether the update ran: false when the
 // ranks agreed to stop before it could (`stop_requested` is this rank's
 // request, polled while replay has no batch).
-bool TracedUpdate(learner::Communicator& comm, learner::DqnLearner& dqn, const std::string& path,
+bool TracedUpdate(learner::Communicator& comm, learner::ApeXLearner& dqn, const std::string& path,
                   const sigset_t& stop_signals, bool& stop_requested, int* signal_number) {
   bool ran = false;
   const std::string trace = learner::TraceOneUpdate(comm, [&] {
@@ -255,7 +255,7 @@ void RunLearner(const LearnerArgs& args) {
   if (plan.needs_group && rendezvous.world_size > 1 && config.learner.watchdog_timeout_s > 0) {
     watchdog = StartWatchdog(config, rendezvous, mesh);
   }
-  learner::DqnLearnerOptions options = config.learner.ToLearnerOptions(
+  learner::LearnerOptions options = config.learner.ToLearnerOptions(
       config.replay.ToSamplerOptions(config.security.ToClientOptions()),
       config.security.ToServerOptions());
   options.update_priorities = config.replay.selector == "prioritized";
@@ -264,7 +264,9 @@ void RunLearner(const LearnerArgs& args) {
   // The rank's real peak from here (before the model is built) to the end,
   // beside the computed one (learner/memory_peak.h).
   learner::PeakMemoryMeter memory(plan.device);
-  learner::DqnLearner dqn(config.ModelSpec(), options, mesh, group.store);
+  const std::unique_ptr<learner::ApeXLearner> learner_of_rank =
+      config::MakeLearner(config, options, mesh, group.store);
+  learner::ApeXLearner& dqn = *learner_of_rank;
   if (auto dir = dqn.Resume()) spdlog::info("resumed from {} at update {}", *dir, dqn.updates());
   counters.updates = dqn.updates();
 
@@ -307,7 +309,7 @@ void RunLearner(const LearnerArgs& args) {
     }
     waiting = false;
     counters.updates.store(dqn.updates(), std::memory_order_relaxed);
-    const learner::StepHealth& health = dqn.model().health();
+    const learner::StepHealth& health = dqn.algorithm().main_model().health();
     if (!health.skipped) counters.grad_norm.store(health.grad_norm, std::memory_order_relaxed);
     counters.update_to_weight.store(health.update_to_weight, std::memory_order_relaxed);
     counters.nonfinite_skipped.store(health.skipped_steps, std::memory_order_relaxed);

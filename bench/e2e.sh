@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end benchmark: `rlswarm launch` on CartPole for several seeds, each
+# End-to-end benchmark: `rlswarm launch` on CartPole (or --config, e.g.
+# configs/pendulum.yaml for TD3 on Pendulum) for several seeds, each
 # run in its own run directory; prints one JSON object with each run's
 # summary.json figures, the wall time measured from outside (process start
 # to exit), and the median time to solve.

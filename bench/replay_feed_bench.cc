@@ -580,8 +580,8 @@ Json MeasureRaw(Context& ctx, bool priority_updates) {
           {"cpu_ms_per_batch", 1e3 * s.cpu_seconds / n}};
 }
 
-learner::DqnLearnerOptions LearnerOptions(const Context& ctx) {
-  learner::DqnLearnerOptions o;
+learner::LearnerOptions LearnerOptions(const Context& ctx) {
+  learner::LearnerOptions o;
   o.batch_size = ctx.batch;
   // The configs' learner settings that change the work per update (both
   // configs/cartpole.yaml and configs/minatar_breakout.yaml): Adam (the

@@ -13,4 +13,12 @@ actors::ExplorationOptions ActorSection::ToExplorationOptions() const {
   return o;
 }
 
+actors::ExplorationOptions ActorSection::ToNoiseOptions() const {
+  actors::ExplorationOptions o;
+  o.schedule = actors::ParseEpsilonSchedule(exploration);
+  o.epsilon = noise_sigma;
+  o.alpha = noise_alpha;
+  return o;
+}
+
 }  // namespace rlswarm::config

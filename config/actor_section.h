@@ -21,6 +21,8 @@ struct ActorSection {
   double epsilon_start = 1.0;
   double epsilon_end = 0.05;
   std::int64_t epsilon_anneal_steps = 10000;
+  double noise_sigma = 0.3;
+  double noise_alpha = 3.0;
   std::int64_t refresh_steps = 100;
   double refresh_interval_s = 0.2;
   std::int64_t writer_batch = 256;
@@ -42,6 +44,12 @@ struct ActorSection {
     v.Field("epsilon_end", epsilon_end, "linear: last epsilon", Bounds{0, 1});
     v.Field("epsilon_anneal_steps", epsilon_anneal_steps, "linear: env steps to anneal over",
             Bounds{1, 1e12});
+    v.Field("noise_sigma", noise_sigma,
+            "td3: Gaussian exploration noise in units of the action's half-range: the ape_x "
+            "base (sigma_i = sigma^(1 + noise_alpha i / (N - 1))) or the fixed sigma",
+            Bounds{0, 1});
+    v.Field("noise_alpha", noise_alpha, "td3: ape_x spread of noise_sigma across actors",
+            Bounds{0, 1000});
     v.Field("refresh_steps", refresh_steps, "actor steps between checks for new weights",
             Bounds{1, 1e9});
     v.Field("refresh_interval_s", refresh_interval_s, "seconds between checks for new weights",
@@ -61,6 +69,9 @@ struct ActorSection {
 
   actors::NStepOptions ToNStepOptions() const { return {n_step, gamma}; }
   actors::ExplorationOptions ToExplorationOptions() const;
+  // td3: the same schedules over sigma (noise_sigma, noise_alpha; linear is
+  // rejected by ExperimentConfig::Load).
+  actors::ExplorationOptions ToNoiseOptions() const;
 };
 
 }  // namespace rlswarm::config

@@ -7,8 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "actors/acting_policy.h"
 #include "config/experiment_config.h"
-#include "learner/dqn_learner_options.h"
+#include "learner/learner_options.h"
 #include "models/model_spec.h"
 
 namespace rlswarm::config {
@@ -193,6 +194,39 @@ TEST_F(ConfigTest, CurveWithoutKeysDirOrWithAPathAsClientKeyIsAnError) {
                 .find("security.client_key"),
             std::string::npos);
   EXPECT_NE(ErrorOf(Write("security:\n  curve: sometimes\n")).find(":2:"), std::string::npos);
+}
+
+TEST_F(ConfigTest, Td3BuildsThePolicyAndTheCriticsForTheEnvsActionSpec) {
+  const ExperimentConfig pendulum =
+      ExperimentConfig::Load(std::string(RLSWARM_CONFIGS_DIR) + "/pendulum.yaml", {});
+  EXPECT_EQ(pendulum.learner.algorithm, "td3");
+  const actors::ActingNetworks networks = pendulum.ActingNetworks();
+  EXPECT_EQ(networks.policy.num_actions, 1);         // one torque
+  EXPECT_EQ(networks.policy.sample_shape.at(0), 3);  // cos, sin, theta dot
+  ASSERT_TRUE(networks.critic.has_value());
+  EXPECT_EQ(networks.critic->sample_shape.at(0), 3 + 1);  // [s, a]
+  EXPECT_FALSE(pendulum.ActingNetworks(/*with_critic=*/false).critic.has_value());
+  // The replay signature follows the env: float actions of the spec's shape.
+  const replay::Signature signature = pendulum.TransitionSignature();
+  bool float_action = false;
+  for (const auto& field : signature.fields) {
+    if (field.name == "action") float_action = field.dtype == DType::kFloat32;
+  }
+  EXPECT_TRUE(float_action);
+  // Each algorithm refuses the other's kind of actions, naming it.
+  const ExperimentConfig cartpole = ExperimentConfig::Load("", {"learner.algorithm=td3"});
+  try {
+    cartpole.ActingNetworks();
+    ADD_FAILURE() << "td3 on CartPole";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("continuous"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ExperimentConfig::Load("", {"env.name=Pendulum-v1"}).ActingNetworks(),
+               InvalidArgument);
+  EXPECT_NE(ErrorOf("", {"learner.algorithm=td3", "learner.publish_mode=parts"})
+                .find("publish_mode must be full"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("", {"learner.algorithm=ddpg"}).find("learner.algorithm"), std::string::npos);
 }
 
 TEST_F(ConfigTest, ResidualTorsoPicksTheResidualNetworkForTheObservationShape) {

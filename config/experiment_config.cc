@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "actors/acting_policy.h"
+#include "models/continuous_networks.h"
 #include "models/model_spec.h"
 #include "replay/service/transition.h"
 
@@ -88,6 +90,15 @@ replay::Signature ExperimentConfig::TransitionSignature() const {
 
 models::ModelSpec ExperimentConfig::ModelSpec() const {
   return model.ToSpec(envs::MakeEnv(env.name, env.ToEnvOptions())->spec());
+}
+
+actors::ActingNetworks ExperimentConfig::ActingNetworks(bool with_critic) const {
+  const envs::EnvSpec spec = envs::MakeEnv(env.name, env.ToEnvOptions())->spec();
+  if (learner.algorithm != "td3") return {model.ToSpec(spec), std::nullopt, model.seed};
+  models::Td3Specs td3 = model.ToTd3Specs(spec);
+  actors::ActingNetworks networks{std::move(td3.policy), std::nullopt, model.seed};
+  if (with_critic) networks.critic = std::move(td3.critic);
+  return networks;
 }
 
 std::string ExperimentConfig::ToYaml() {

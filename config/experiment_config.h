@@ -20,6 +20,10 @@
 #include "envs/vector_env.h"
 #include "rpc/security.h"
 
+namespace rlswarm::actors {
+struct ActingNetworks;  // actors/acting_policy.h
+}  // namespace rlswarm::actors
+
 namespace rlswarm::config {
 
 struct LogSection {
@@ -135,8 +139,12 @@ struct ExperimentConfig {
 
   // The n-step transition signature (replay/service/transition.h) of env.
   replay::Signature TransitionSignature() const;
-  // The Q-network for env (model section).
+  // The Q-network for env (model section; learner.algorithm dqn).
   models::ModelSpec ModelSpec() const;
+  // What actors (with the critics, td3) and evaluators act with: the
+  // Q-network (dqn) or the policy and critics (td3) of the model section,
+  // from model.seed.
+  actors::ActingNetworks ActingNetworks(bool with_critic = true) const;
 
   // Reads `file` ("" = defaults only) with `overrides` ("section.key=value").
   // Throws ConfigError naming the key and the file and line (or override).

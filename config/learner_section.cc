@@ -1,6 +1,6 @@
 #include "config/learner_section.h"
 
-#include "learner/dqn_learner_options.h"
+#include "learner/learner_options.h"
 #include "learner/rendezvous.h"
 
 namespace rlswarm::config {
@@ -12,6 +12,11 @@ void LearnerSection::Check(const std::string& file) const {
                       ": section 'learner': learner.prefetch is now learner.replay_prefetch "
                       "(replay batches) — all-gather depth is "
                       "learner.forward_prefetch/backward_prefetch");
+  }
+  if (algorithm == "td3" && publish_mode != "full") {
+    throw ConfigError((file.empty() ? std::string("<defaults>") : file) +
+                      ": section 'learner': learner.algorithm td3 publishes the policy and the "
+                      "critics in one blob: learner.publish_mode must be full");
   }
   if (shard_group_size > 0 && strategy != "hybrid_shard") {
     throw ConfigError((file.empty() ? std::string("<defaults>") : file) +
@@ -40,10 +45,10 @@ void LearnerSection::CheckCheckpoints(const std::string& file) const {
   }
 }
 
-learner::DqnLearnerOptions LearnerSection::ToLearnerOptions(
+learner::LearnerOptions LearnerSection::ToLearnerOptions(
     const replay::ReplaySamplerOptions& sampler,
     const rpc::SecurityOptions& server_security) const {
-  learner::DqnLearnerOptions o;
+  learner::LearnerOptions o;
   o.batch_size = batch_size;
   o.model.optimizer.kind = learner::ParseOptimizerKind(optimizer);
   o.model.optimizer.lr = lr;
@@ -60,6 +65,11 @@ learner::DqnLearnerOptions LearnerSection::ToLearnerOptions(
   o.loss.huber_delta = huber_delta;
   o.loss.priority_epsilon = priority_epsilon;
   o.loss.double_q = double_q;
+  o.td3_loss.policy_noise = policy_noise;
+  o.td3_loss.noise_clip = noise_clip;
+  o.td3_loss.priority_epsilon = priority_epsilon;
+  o.policy_delay = policy_delay;
+  o.policy_lr = policy_lr;
   o.target_tau = target_tau;
   o.target_update_interval = target_update_interval;
   o.publish_interval = publish_interval;

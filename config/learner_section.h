@@ -18,7 +18,7 @@
 // Declared only: experiment_config.h includes this header, and the apps that
 // do not run a learner should not compile LibTorch's headers.
 namespace rlswarm::learner {
-struct DqnLearnerOptions;
+struct LearnerOptions;
 struct RendezvousOptions;
 struct MixedPrecisionPolicy;
 }  // namespace rlswarm::learner
@@ -29,6 +29,7 @@ struct ReplaySamplerOptions;
 namespace rlswarm::config {
 
 struct LearnerSection {
+  std::string algorithm = "dqn";
   std::int64_t batch_size = 128;
   std::string optimizer = "adam";
   double lr = 5e-3;
@@ -38,6 +39,10 @@ struct LearnerSection {
   bool double_q = true;
   double huber_delta = 1;
   double priority_epsilon = 1e-6;
+  double policy_lr = 0;
+  std::int64_t policy_delay = 2;
+  double policy_noise = 0.2;
+  double noise_clip = 0.5;
   std::string strategy = "full_shard";
   std::int64_t shard_group_size = 0;
   std::vector<std::int64_t> layers_per_unit;
@@ -77,6 +82,10 @@ struct LearnerSection {
 
   template <class V>
   void Visit(V& v) {
+    v.Choice("algorithm", algorithm,
+             "dqn: Ape-X DQN (discrete actions); td3: TD3 with Ape-X's distributed replay "
+             "(continuous actions)",
+             {"dqn", "td3"});
     v.Field("batch_size", batch_size, "global batch; each of W ranks samples batch_size / W",
             Bounds{1, 1 << 20});
     v.Choice("optimizer", optimizer, "optimizer", {"adam", "rmsprop"});
@@ -93,6 +102,14 @@ struct LearnerSection {
     v.Field("huber_delta", huber_delta, "Huber loss threshold", Bounds{1e-12, 1e12});
     v.Field("priority_epsilon", priority_epsilon, "new priority = |TD error| + this",
             Bounds{0, 1e6});
+    v.Field("policy_lr", policy_lr, "td3: the policy's learning rate; 0 = lr", Bounds{0, 10});
+    v.Field("policy_delay", policy_delay,
+            "td3: critic updates per policy update (and per target update)", Bounds{1, 1e6});
+    v.Field("policy_noise", policy_noise,
+            "td3: target policy smoothing noise, in units of the action's half-range",
+            Bounds{0, 100});
+    v.Field("noise_clip", noise_clip,
+            "td3: the smoothing noise is clipped to +-this (in half-ranges)", Bounds{0, 100});
     v.Choice("strategy", strategy,
              "sharding strategy; hybrid_shard = full_shard within groups of shard_group_size "
              "consecutive ranks, replicated across the groups (FSDP's HYBRID_SHARD)",
@@ -212,8 +229,8 @@ struct LearnerSection {
   // launch` fills checkpoint_dir in with the run directory's).
   void CheckCheckpoints(const std::string& file) const;
   // The learner's options; `sampler` comes from the replay section.
-  learner::DqnLearnerOptions ToLearnerOptions(const replay::ReplaySamplerOptions& sampler,
-                                              const rpc::SecurityOptions& server_security) const;
+  learner::LearnerOptions ToLearnerOptions(const replay::ReplaySamplerOptions& sampler,
+                                           const rpc::SecurityOptions& server_security) const;
   learner::RendezvousOptions ToRendezvousDefaults() const;
   // hybrid_shard's shard group size for this world (shard_group_size, else
   // the launcher's ranks per node `local_world_size` when > 0, else

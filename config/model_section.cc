@@ -1,6 +1,9 @@
 #include "config/model_section.h"
 
+#include <cmath>
+
 #include "common/errors.h"
+#include "models/continuous_networks.h"
 #include "models/model_spec.h"
 #include "models/q_networks.h"
 #include "models/residual_networks.h"
@@ -57,6 +60,37 @@ models::ModelSpec ModelSection::ToSpec(const envs::EnvSpec& env) const {
   }
   throw InvalidArgument("model: no network for observations of shape " +
                         std::to_string(shape.size()) + "-D in " + env.name);
+}
+
+models::Td3Specs ModelSection::ToTd3Specs(const envs::EnvSpec& env) const {
+  if (env.action.kind != envs::ActionKind::kContinuous) {
+    throw InvalidArgument("model: TD3 needs continuous actions; " + env.name +
+                          " has discrete actions (learner.algorithm: dqn)");
+  }
+  if (env.observation.shape.size() != 1) {
+    throw InvalidArgument("model: TD3's networks are MLPs; " + env.name +
+                          " has observations that are not vectors");
+  }
+  const std::int64_t dim = env.action.array.NumElements();
+  models::DeterministicPolicyOptions policy;
+  policy.observation_dim = env.observation.shape[0];
+  policy.action_dim = dim;
+  policy.hidden_sizes = hidden_sizes;
+  policy.action_low.clear();
+  policy.action_high.clear();
+  for (std::int64_t i = 0; i < dim; ++i) {
+    const double low = env.action.array.Low(i), high = env.action.array.High(i);
+    if (!std::isfinite(low) || !std::isfinite(high)) {
+      throw InvalidArgument("model: TD3 needs bounded actions; " + env.name + "'s are not");
+    }
+    policy.action_low.push_back(static_cast<float>(low));
+    policy.action_high.push_back(static_cast<float>(high));
+  }
+  models::TwinCriticOptions critic;
+  critic.observation_dim = policy.observation_dim;
+  critic.action_dim = dim;
+  critic.hidden_sizes = hidden_sizes;
+  return {models::MakeDeterministicPolicySpec(policy), models::MakeTwinCriticSpec(critic)};
 }
 
 }  // namespace rlswarm::config

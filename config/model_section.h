@@ -12,6 +12,7 @@
 
 namespace rlswarm::models {
 struct ModelSpec;  // models/model_spec.h (LibTorch): only model_section.cc includes it
+struct Td3Specs;   // models/continuous_networks.h
 }  // namespace rlswarm::models
 
 namespace rlswarm::config {
@@ -68,6 +69,11 @@ struct ModelSection {
   // with torso: residual. Throws InvalidArgument for continuous actions or
   // other observation shapes (DQN needs discrete actions).
   models::ModelSpec ToSpec(const envs::EnvSpec& env) const;
+  // learner.algorithm td3: the deterministic policy (tanh into the env's
+  // action bounds) and the twin critics, MLPs of hidden_sizes. Throws
+  // InvalidArgument for discrete actions, non-vector observations or
+  // unbounded actions.
+  models::Td3Specs ToTd3Specs(const envs::EnvSpec& env) const;
 };
 
 }  // namespace rlswarm::config

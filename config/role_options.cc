@@ -13,7 +13,8 @@ actors::ActorOptions MakeActorOptions(const ExperimentConfig& config, std::int64
   options.env_name = config.env.name;
   options.env = config.env.ToVectorEnvOptions(envs::AutoResetSeeding::kContinue);
   options.n_step = config.actor.ToNStepOptions();
-  options.exploration = config.actor.ToExplorationOptions();
+  options.exploration = config.learner.algorithm == "td3" ? config.actor.ToNoiseOptions()
+                                                          : config.actor.ToExplorationOptions();
   options.seed = config.actor.seed;
   options.max_steps = max_steps;
   options.refresh_steps = config.actor.refresh_steps;

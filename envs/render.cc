@@ -83,21 +83,47 @@ Image RenderCartPole(std::span<const std::byte> obs) {
   return image;
 }
 
+// Pendulum-v1 as Gymnasium draws it: a rod from the pivot at the centre of
+// a 500x500 canvas, at angle theta from upright (observation [cos, sin,
+// theta dot]), length 1 in units of 2.2 per half-canvas.
+Image RenderPendulum(std::span<const std::byte> obs) {
+  float state[3];
+  std::memcpy(state, obs.data(), sizeof(state));
+  const double theta = std::atan2(state[1], state[0]);
+  Image image{500, 500, {}};
+  image.rgb.assign(500 * 500 * 3, 255);
+  const int cx = 250, cy = 250;
+  const double length = 1.0 * 250 / 2.2;
+  const int steps = static_cast<int>(length);
+  for (int i = 0; i <= steps; ++i) {
+    const double t = static_cast<double>(i) / steps;
+    // Upright (theta 0) points up; positive theta turns counter-clockwise.
+    const int px = cx - static_cast<int>(std::sin(theta) * length * t);
+    const int py = cy - static_cast<int>(std::cos(theta) * length * t);
+    Fill(image, px - 10, py - 10, px + 11, py + 11, {204, 77, 77});
+  }
+  Fill(image, cx - 5, cy - 5, cx + 6, cy + 6, {0, 0, 0});
+  return image;
+}
+
 }  // namespace
 
-bool CanRender(const EnvSpec& spec) { return IsMinAtar(spec) || spec.name == "CartPole-v1"; }
+bool CanRender(const EnvSpec& spec) {
+  return IsMinAtar(spec) || spec.name == "CartPole-v1" || spec.name == "Pendulum-v1";
+}
 
 Image RenderObservation(const EnvSpec& spec, std::span<const std::byte> observation, int scale) {
   if (!CanRender(spec)) {
     throw InvalidArgument("cannot render " + spec.name +
-                          " (rendering supports CartPole-v1 and the MinAtar games)");
+                          " (rendering supports CartPole-v1, Pendulum-v1 and the MinAtar games)");
   }
   if (observation.size() != spec.observation.NumBytes()) {
     throw InvalidArgument("render: observation of " + std::to_string(observation.size()) +
                           " bytes for " + spec.name);
   }
   if (scale < 1 || scale > 256) throw InvalidArgument("render: scale must be in [1, 256]");
-  return IsMinAtar(spec) ? RenderMinAtar(spec, observation, scale) : RenderCartPole(observation);
+  if (IsMinAtar(spec)) return RenderMinAtar(spec, observation, scale);
+  return spec.name == "Pendulum-v1" ? RenderPendulum(observation) : RenderCartPole(observation);
 }
 
 }  // namespace rlswarm::envs

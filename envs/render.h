@@ -5,6 +5,7 @@
 //                 channel of a cell wins), cells `scale` pixels wide.
 //   CartPole-v1   the track, the cart and the pole (angle and position from
 //                 the observation), on a 600x400 canvas like Gymnasium's.
+//   Pendulum-v1   the rod from its pivot at its angle, on a 500x500 canvas.
 // Other envs: CanRender() is false.
 
 #include <cstdint>

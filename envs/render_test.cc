@@ -50,13 +50,30 @@ TEST(RenderTest, CartPoleDrawsThePoleAtItsAngle) {
   EXPECT_NE(Pixel(tilted, x, y), white);
 }
 
+TEST(RenderTest, PendulumDrawsTheRodAtItsAngle) {
+  const EnvSpec spec = MakeEnv("Pendulum-v1")->spec();
+  ASSERT_TRUE(CanRender(spec));
+  auto draw = [&](float theta) {
+    const float state[3] = {std::cos(theta), std::sin(theta), 0};
+    return RenderObservation(spec, std::as_bytes(std::span(state)));
+  };
+  const std::array<std::uint8_t, 3> white = {255, 255, 255};
+  const int half = static_cast<int>(0.5 * 250 / 2.2);  // half the rod's length
+  const Image upright = draw(0);
+  const Image hanging = draw(static_cast<float>(M_PI));
+  EXPECT_NE(Pixel(upright, 250, 250 - half), white);
+  EXPECT_EQ(Pixel(upright, 250, 250 + half), white);
+  EXPECT_NE(Pixel(hanging, 250, 250 + half), white);
+  EXPECT_EQ(Pixel(hanging, 250, 250 - half), white);
+}
+
 TEST(RenderTest, UnsupportedEnvsAndSizesAreRejected) {
-  const EnvSpec pendulum = MakeEnv("Pendulum-v1")->spec();
-  EXPECT_FALSE(CanRender(pendulum));
-  std::vector<std::byte> obs(pendulum.observation.NumBytes());
-  EXPECT_THROW(RenderObservation(pendulum, obs), InvalidArgument);
+  const EnvSpec acrobot = MakeEnv("Acrobot-v1")->spec();
+  EXPECT_FALSE(CanRender(acrobot));
+  std::vector<std::byte> obs(acrobot.observation.NumBytes());
+  EXPECT_THROW(RenderObservation(acrobot, obs), InvalidArgument);
   const EnvSpec cartpole = MakeEnv("CartPole-v1")->spec();
-  EXPECT_THROW(RenderObservation(cartpole, obs), InvalidArgument);  // 12 bytes, not 16
+  EXPECT_THROW(RenderObservation(cartpole, obs), InvalidArgument);  // 24 bytes, not 16
 }
 
 }  // namespace

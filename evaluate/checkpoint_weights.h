@@ -15,10 +15,13 @@
 namespace rlswarm::evaluate {
 
 // `path`: a checkpoint directory, or a root holding several (the newest
-// valid one is read). Throws NotFound / DataLoss (learner/checkpoint_reader.h).
+// valid one is read); a TD3 learner's root (with actor/ and critic/): its
+// policy. Throws NotFound / DataLoss (learner/checkpoint_reader.h).
 std::vector<Payload> CheckpointWeights(const std::string& path);
 
-// Writes `weights` (full, unsharded) of a `spec` network as the checkpoint
+// Writes `weights` (full, unsharded) of a `spec` network (of a blob with
+// "policy." names, TD3's, the policy's tensors without the prefix) as the
+// checkpoint
 // <root>/update-<version>, atomically, keeping only it under `root`. Returns
 // its directory. Throws InvalidArgument (weights of another model),
 // ResourceExhausted / Unavailable (disk).

@@ -2,8 +2,7 @@
 
 #include <chrono>
 
-#include "actors/q_batch_policy.h"
-#include "actors/q_policy.h"
+#include "actors/acting_policy.h"
 #include "common/errors.h"
 #include "envs/episode_runner.h"
 
@@ -17,17 +16,20 @@ envs::VectorEnvOptions PerEpisodeSeeding(envs::VectorEnvOptions o) {
 
 }  // namespace
 
-PolicyEvaluator::PolicyEvaluator(PolicyEvaluatorOptions options, const models::ModelSpec& model,
-                                 std::uint64_t model_seed)
-    : options_(std::move(options)),
-      env_(options_.env_name, PerEpisodeSeeding(options_.env)),
-      network_(std::make_unique<actors::QPolicy>(model, model_seed, env_.spec().observation.dtype)),
-      policy_(std::make_unique<actors::QBatchPolicy>(*network_, env_.num_envs(), options_.epsilon,
-                                                     options_.seed)) {
+PolicyEvaluator::PolicyEvaluator(PolicyEvaluatorOptions options,
+                                 const actors::ActingNetworks& networks)
+    : options_(std::move(options)), env_(options_.env_name, PerEpisodeSeeding(options_.env)) {
   if (options_.episodes < 1) throw InvalidArgument("evaluation episodes must be >= 1");
   if (!(options_.epsilon >= 0 && options_.epsilon <= 1)) {
     throw InvalidArgument("evaluation epsilon must be in [0, 1]");
   }
+  network_ = actors::MakeActingPolicy(networks, env_.spec());
+  policy_ = network_->MakeEvaluationPolicy(env_.num_envs(), options_.epsilon, options_.seed);
+}
+
+PolicyEvaluator::PolicyEvaluator(PolicyEvaluatorOptions options, const models::ModelSpec& model,
+                                 std::uint64_t model_seed)
+    : PolicyEvaluator(std::move(options), actors::ActingNetworks{model, std::nullopt, model_seed}) {
 }
 
 PolicyEvaluator::~PolicyEvaluator() = default;

@@ -1,6 +1,7 @@
 #pragma once
 
-// PolicyEvaluator: judges a set of Q-network weights the way the acceptance
+// PolicyEvaluator: judges a set of weights (a Q-network's, or a TD3
+// policy's: actors/acting_policy.h) the way the acceptance
 // criteria do: greedy episodes 0..N-1 of a fixed seed (envs::RunEpisodes,
 // so the result does not depend on the number of envs), mean return over
 // the N episodes. Separate from the training actors: no exploration, no
@@ -21,12 +22,13 @@
 #include <vector>
 
 #include "common/payload.h"
+#include "envs/episode_runner.h"
 #include "envs/vector_env.h"
 #include "models/model_spec.h"
 
 namespace rlswarm::actors {
-class QPolicy;
-class QBatchPolicy;
+class ActingPolicy;
+struct ActingNetworks;
 }  // namespace rlswarm::actors
 
 namespace rlswarm::evaluate {
@@ -38,7 +40,7 @@ struct PolicyEvaluatorOptions {
   std::uint64_t seed = 0;
   // Epsilon-greedy instead of greedy (0): a greedy policy can loop forever
   // where a little noise would break it out (MinAtar Seaquest's sub that
-  // never dives).
+  // never dives). For continuous actions: Gaussian noise of this sigma.
   double epsilon = 0;
   std::optional<double> target_return;
   std::optional<double> episode_return_bound;
@@ -64,6 +66,8 @@ struct Evaluation {
 class PolicyEvaluator {
  public:
   // Throws NotFound (unknown env), InvalidArgument (bad options).
+  PolicyEvaluator(PolicyEvaluatorOptions options, const actors::ActingNetworks& networks);
+  // A Q-network of `model`.
   PolicyEvaluator(PolicyEvaluatorOptions options, const models::ModelSpec& model,
                   std::uint64_t model_seed);
   ~PolicyEvaluator();
@@ -78,8 +82,8 @@ class PolicyEvaluator {
  private:
   PolicyEvaluatorOptions options_;
   envs::VectorEnv env_;
-  std::unique_ptr<actors::QPolicy> network_;
-  std::unique_ptr<actors::QBatchPolicy> policy_;
+  std::unique_ptr<actors::ActingPolicy> network_;
+  std::unique_ptr<envs::BatchPolicy> policy_;
 };
 
 }  // namespace rlswarm::evaluate

@@ -9,13 +9,14 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "actors/acting_policy.h"
 #include "actors/actor.h"
 #include "actors/q_policy.h"
+#include "config/learner_factory.h"
 #include "config/role_options.h"
 #include "launch/prometheus_targets.h"
 #include "launch/run_monitor.h"
 #include "learner/device_plan.h"
-#include "learner/dqn_learner.h"
 #include "observe/metrics_http_server.h"
 #include "replay/service/replay_service.h"
 
@@ -30,7 +31,7 @@ constexpr char kWeightsSnapshotEndpoint[] = "inproc://rlswarm-weights-snapshot";
 class LearnerThread {
  public:
   LearnerThread(const config::ExperimentConfig& config) {
-    learner::DqnLearnerOptions options = config.learner.ToLearnerOptions(
+    learner::LearnerOptions options = config.learner.ToLearnerOptions(
         config.replay.ToSamplerOptions(config.security.ToClientOptions()),
         config.security.ToServerOptions());
     // Short waits for replay, so a stop is seen within a quarter second even
@@ -50,8 +51,8 @@ class LearnerThread {
       throw config::ConfigError(e.what());
     }
     max_updates_ = config.learner.max_updates;
-    dqn_ = std::make_unique<learner::DqnLearner>(config.ModelSpec(), options,
-                                                 std::make_shared<learner::Communicator>());
+    dqn_ = config::MakeLearner(
+        config, options, learner::ShardMesh::OneDim(std::make_shared<learner::Communicator>()));
     if (auto dir = dqn_->Resume())
       spdlog::info("learner resumed from {} at update {}", *dir, dqn_->updates());
     updates_ = dqn_->updates();
@@ -111,7 +112,7 @@ class LearnerThread {
     finished_ = true;
   }
 
-  std::unique_ptr<learner::DqnLearner> dqn_;
+  std::unique_ptr<learner::ApeXLearner> dqn_;
   std::int64_t max_updates_ = 0;
   bool has_checkpoints_ = false;
   std::atomic<bool> stop_{false};
@@ -138,7 +139,7 @@ class ActorThread {
     weights.snapshot_endpoint = kWeightsSnapshotEndpoint;
     weights.name = "actor-weights";
     options.weights = {weights};
-    actor_ = std::make_unique<actors::Actor>(options, config.ModelSpec(), config.model.seed,
+    actor_ = std::make_unique<actors::Actor>(options, config.ActingNetworks(),
                                              config::MakeActorWriterOptions(config));
     thread_ = std::thread([this] { Loop(); });
   }
@@ -246,8 +247,7 @@ RunSummary RunEmbedded(config::ExperimentConfig config, const RunDirectory& run,
   RunMonitorOptions monitor_options;
   monitor_options.launch = config.launch;
   monitor_options.evaluator = config::MakeEvaluatorOptions(config);
-  monitor_options.model = config.ModelSpec();
-  monitor_options.model_seed = config.model.seed;
+  monitor_options.networks = config.ActingNetworks(/*with_critic=*/false);
   rpc::SubscriberOptions evaluator_weights;
   evaluator_weights.endpoint = kWeightsEndpoint;
   evaluator_weights.snapshot_endpoint = kWeightsSnapshotEndpoint;

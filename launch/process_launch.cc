@@ -342,8 +342,7 @@ RunSummary RunProcesses(config::ExperimentConfig config, const RunDirectory& run
   RunMonitorOptions monitor_options;
   monitor_options.launch = config.launch;
   monitor_options.evaluator = config::MakeEvaluatorOptions(config);
-  monitor_options.model = config.ModelSpec();
-  monitor_options.model_seed = config.model.seed;
+  monitor_options.networks = config.ActingNetworks(/*with_critic=*/false);
   monitor_options.weights = weights_subs;
   monitor_options.mode = "processes";
   monitor_options.earlier = earlier;

@@ -36,8 +36,8 @@ RunMonitor::RunMonitor(RunMonitorOptions options, const RunDirectory& run,
       progress_(std::move(progress)),
       start_offset_s_(-options_.earlier.wall_time_s),
       weights_(options_.weights),
-      evaluator_(std::make_unique<evaluate::PolicyEvaluator>(options_.evaluator, options_.model,
-                                                             options_.model_seed)),
+      evaluator_(
+          std::make_unique<evaluate::PolicyEvaluator>(options_.evaluator, options_.networks)),
       tty_(::isatty(STDERR_FILENO) == 1) {}
 
 RunMonitor::~RunMonitor() {
@@ -107,8 +107,8 @@ void RunMonitor::Record(const evaluate::Evaluation& e, std::int64_t env_steps, d
     // The policy a user wants afterwards is the best one judged, not the
     // learner's last (DQN's returns swing from one update to the next).
     try {
-      evaluate::SaveWeightsCheckpoint(run_.best_policy().string(), options_.model, *weights,
-                                      e.version);
+      evaluate::SaveWeightsCheckpoint(run_.best_policy().string(), options_.networks.policy,
+                                      *weights, e.version);
     } catch (const Error& error) {
       spdlog::error("cannot save the best policy: {}", error.what());
     }
@@ -336,7 +336,7 @@ RunSummary RunMonitor::Finish(const std::string& stop_reason,
       evaluate::PolicyEvaluatorOptions o = options_.evaluator;
       o.episode_return_bound.reset();
       o.time_limit_s = options_.launch.final_eval_timeout_s;
-      evaluate::PolicyEvaluator full(o, options_.model, options_.model_seed);
+      evaluate::PolicyEvaluator full(o, options_.networks);
       spdlog::info("evaluating the final weights v{}", blob->version);
       final_eval = full.Evaluate(blob->payloads, blob->version);
       Record(*final_eval, p.env_steps, Elapsed(), &blob->payloads);

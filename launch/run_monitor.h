@@ -28,6 +28,7 @@
 #include <string>
 #include <thread>
 
+#include "actors/acting_policy.h"
 #include "actors/weights_follower.h"
 #include "config/launch_section.h"
 #include "evaluate/policy_evaluator.h"
@@ -65,8 +66,8 @@ struct RunProgress {
 struct RunMonitorOptions {
   config::LaunchSection launch;
   evaluate::PolicyEvaluatorOptions evaluator;
-  models::ModelSpec model;
-  std::uint64_t model_seed = 0;
+  // What the evaluator acts with (the policy; no critics needed).
+  actors::ActingNetworks networks;
   // The learner's weights publishers: one (publish_mode full) or one per
   // rank (parts), see actors::WeightsFollower.
   std::vector<rpc::SubscriberOptions> weights;

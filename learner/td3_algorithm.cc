@@ -33,7 +33,8 @@ std::vector<CheckpointedModel> Td3Algorithm::checkpointed() {
 }
 
 std::vector<PublishedModel> Td3Algorithm::published() {
-  return {{kPolicyWeightsPrefix, &trainer_.actor()}, {kCriticWeightsPrefix, &trainer_.critic()}};
+  return {{models::kPolicyWeightsPrefix, &trainer_.actor()},
+          {models::kCriticWeightsPrefix, &trainer_.critic()}};
 }
 
 }  // namespace rlswarm::learner

@@ -12,11 +12,9 @@
 
 #include "learner/learner_algorithm.h"
 #include "learner/td3_trainer.h"
+#include "models/continuous_networks.h"
 
 namespace rlswarm::learner {
-
-inline constexpr char kPolicyWeightsPrefix[] = "policy.";
-inline constexpr char kCriticWeightsPrefix[] = "critic.";
 
 class Td3Algorithm : public LearnerAlgorithm {
  public:

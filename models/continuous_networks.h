@@ -20,6 +20,12 @@
 
 namespace rlswarm::models {
 
+// Name prefixes of the two networks in one weights blob: the TD3 learner
+// publishes both (actors use the critics for their initial priorities),
+// evaluation needs the policy alone.
+inline constexpr char kPolicyWeightsPrefix[] = "policy.";
+inline constexpr char kCriticWeightsPrefix[] = "critic.";
+
 struct DeterministicPolicyOptions {
   int64_t observation_dim = 3;
   int64_t action_dim = 1;
@@ -47,5 +53,11 @@ ModelSpec MakeDeterministicPolicySpec(const DeterministicPolicyOptions& options)
 // Layers "fc0", ... (twin linear + ReLU), then "q" (twin linear to 1).
 // sample_shape {obs + act}; num_actions = 2 (the output columns Q1, Q2).
 ModelSpec MakeTwinCriticSpec(const TwinCriticOptions& options);
+
+// TD3's networks: the policy and its twin critics.
+struct Td3Specs {
+  ModelSpec policy;
+  ModelSpec critic;
+};
 
 }  // namespace rlswarm::models

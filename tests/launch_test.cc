@@ -147,6 +147,51 @@ TEST_F(LaunchTest, EmbeddedCartPoleIsSolvedAndTheRunDirectoryHoldsEverything) {
   EXPECT_GT(fs::file_size(run / "curves.png"), 1000u);
 }
 
+// TD3 (learner.algorithm: td3) on Pendulum-v1, as the shipped config runs
+// it: solved (greedy mean >= -200 over 100 episodes) within its 60 s; the
+// learner's checkpoint (actor/ and critic/ roots) and the best policy
+// evaluate, the latter exactly as the run judged it, and --record draws it.
+TEST_F(LaunchTest, PendulumWithTd3IsSolvedAndItsPoliciesEvaluateAndDraw) {
+  const std::string config = std::string(RLSWARM_CONFIGS_DIR) + "/pendulum.yaml";
+  for (const std::string mode : {"embedded", "processes"}) {
+    const fs::path run = fs::path(dir_) / ("run-" + mode);
+    auto launch =
+        Launch({config, "--run-dir", run.string(), "launch.mode=" + mode, "launch.metrics_port=0"},
+               "launch-" + mode + ".log");
+    const auto code = launch->Wait(180s);
+    ASSERT_TRUE(code.has_value()) << launch->Log();
+    ASSERT_EQ(*code, 0) << launch->Log();
+    const Json summary = ReadJson(run / "summary.json");
+    EXPECT_EQ(summary["mode"], mode);
+    ASSERT_TRUE(summary["solved"].get<bool>()) << summary.dump(2) << launch->Log();
+    EXPECT_GE(summary["final_eval_mean_return"].get<double>(), -200.0);
+    EXPECT_EQ(summary["final_eval_episodes"], 100);
+    EXPECT_TRUE(fs::is_directory(run / "checkpoints" / "learner" / "actor"));
+    EXPECT_TRUE(fs::is_directory(run / "checkpoints" / "learner" / "critic"));
+    if (mode != "embedded") continue;
+
+    auto evaluate = [&](const fs::path& checkpoint, std::vector<std::string> extra) {
+      std::vector<std::string> args = {RLSWARM_BINARY, "evaluate",          "--config", config,
+                                       "--checkpoint", checkpoint.string(), "--json"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      auto child = std::make_unique<ChildProcess>(args, dir_ + "/evaluate.log");
+      EXPECT_EQ(child->Wait(120s), 0) << child->Log();
+      const std::string out = child->Log();
+      return Json::parse(out.substr(out.rfind("{\"")));
+    };
+    const Json best = evaluate(run / "policies" / "best", {"--episodes", "100"});
+    EXPECT_DOUBLE_EQ(best["mean_return"].get<double>(),
+                     summary["best_eval_mean_return"].get<double>());
+    const Json last = evaluate(run / "checkpoints" / "learner", {"--episodes", "100"});
+    EXPECT_GE(last["mean_return"].get<double>(), -400.0) << last.dump();
+    const Json drawn = evaluate(run / "policies" / "best",
+                                {"--episodes", "1", "--record", (run / "recording").string()});
+    EXPECT_EQ(drawn["episodes"], 1);
+    EXPECT_GT(fs::file_size(run / "recording" / "episode-0000.gif"), 1000u);
+    EXPECT_TRUE(fs::exists(run / "recording" / "episode-0000" / "frame-00199.png"));
+  }
+}
+
 TEST_F(LaunchTest, SigintStopsWithCheckpointsAndResumeContinuesTheRun) {
   const fs::path run = fs::path(dir_) / "run";
   // No target: the run only stops when told.
