@@ -70,8 +70,10 @@ struct EvaluateSection {
 
   template <class V>
   void Visit(V& v) {
-    v.Choice("policy", policy, "policy to evaluate: random, or q (a checkpoint's Q-network)",
-             {"random", "q"});
+    v.Choice(
+        "policy", policy,
+        "policy to evaluate: random, or q (a checkpoint's network: the Q-network, or TD3's policy)",
+        {"random", "q"});
     v.Field("episodes", episodes, "episodes to run", Bounds{1, 1e9});
     v.Field("seed", seed, "seed of episode k is derived from (seed, k)");
   }
