@@ -241,6 +241,9 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
   n_step_.SetCurrentValues(values);
   SendReady(true);
   writer_.Flush(std::chrono::seconds(5));
+  // What did not make it within the flush is dropped and counted now, so
+  // that stats() after Run (the actor's exit line) includes it.
+  writer_.Close();
 }
 
 ActorStats Actor::stats() const {

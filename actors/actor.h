@@ -106,7 +106,9 @@ class Actor {
   Actor(const Actor&) = delete;
   Actor& operator=(const Actor&) = delete;
 
-  // Runs until Stop() or max_steps; then flushes the writer (up to 5 s).
+  // Runs until Stop() or max_steps; then flushes the writer (up to 5 s) and
+  // closes it: what is still unacknowledged is dropped and counted in
+  // stats().writer. Runs once.
   // `on_episode` (optional) runs on this thread for every finished episode.
   void Run(const std::function<void(const EpisodeStats&)>& on_episode = {});
   void Stop() { stop_ = true; }
