@@ -25,7 +25,8 @@ struct LearnerOptions {
   DqnLossOptions loss;
   // td3 (td3_trainer.h): target policy smoothing, a policy update every
   // policy_delay updates at policy_lr (0 = model.optimizer.lr); the
-  // policy's init seed is model.seed + 1.
+  // policy starts from model.seed, the critics from model.seed + 1
+  // (config/learner_factory.cc), as actors' networks do.
   Td3LossOptions td3_loss;
   int64_t policy_delay = 2;
   double policy_lr = 0;
