@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -23,22 +24,99 @@ std::string FormatNumber(double v) {
 
 }  // namespace
 
+namespace {
+
+// Parses one YAML file whose top level must be a map (an empty file is an
+// empty map).
+YAML::Node ParseFile(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw ConfigError(file + ": cannot open config file");
+  YAML::Node root;
+  try {
+    root = YAML::Load(in);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(file + ":" + std::to_string(e.mark.line + 1) + ":" +
+                      std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+  }
+  if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) throw ConfigError(file + ": the top level must be a map of sections");
+  return root;
+}
+
+// Records `file` as the origin of every key path in `node` below `prefix`.
+void NoteOrigins(const YAML::Node& node, const std::string& prefix, const std::string& file,
+                 std::map<std::string, std::string>& origins) {
+  if (!node.IsMap()) return;
+  for (const auto& kv : node) {
+    const std::string path = (prefix.empty() ? "" : prefix + ".") + kv.first.as<std::string>();
+    origins[path] = file;
+    NoteOrigins(kv.second, path, file, origins);
+  }
+}
+
+// Puts `top`'s keys onto `base`: maps merge key by key, anything else
+// (scalars, lists, null) replaces the base's value.
+void MergeOnto(YAML::Node base, const YAML::Node& top) {
+  for (const auto& kv : top) {
+    const std::string key = kv.first.as<std::string>();
+    YAML::Node existing = base[key];
+    if (existing && existing.IsMap() && kv.second.IsMap()) {
+      MergeOnto(existing, kv.second);
+    } else {
+      base[key] = kv.second;
+    }
+  }
+}
+
+// `file` with its chain of `base:` files merged under it; `chain` holds the
+// files that include this one (a cycle is an error).
+YAML::Node LoadWithBases(const std::string& file, std::vector<std::string>& chain,
+                         std::map<std::string, std::string>& origins) {
+  YAML::Node root = ParseFile(file);
+  const YAML::Node base_key = root["base"];
+  if (!base_key) {
+    NoteOrigins(root, "", file, origins);
+    return root;
+  }
+  const auto where = [&] {
+    const YAML::Mark m = base_key.Mark();
+    return fmt::format("{}:{}:{}", file, m.line + 1, m.column + 1);
+  };
+  if (!base_key.IsScalar() || base_key.as<std::string>().empty()) {
+    throw ConfigError(where() + ": key 'base' must be the path of another config file");
+  }
+  // Relative to the including file, as a user reads it.
+  std::filesystem::path base_path = base_key.as<std::string>();
+  if (base_path.is_relative()) base_path = std::filesystem::path(file).parent_path() / base_path;
+  const std::string base_file = base_path.lexically_normal().string();
+  std::error_code ec;
+  const std::string id = std::filesystem::weakly_canonical(base_path, ec).string();
+  chain.push_back(std::filesystem::weakly_canonical(file, ec).string());
+  if (std::find(chain.begin(), chain.end(), id) != chain.end()) {
+    throw ConfigError(where() + ": key 'base': '" + base_file +
+                      "' includes this file again (a cycle of base configs)");
+  }
+  if (!std::filesystem::exists(base_path)) {
+    throw ConfigError(where() + ": key 'base': cannot open config file '" + base_file + "'");
+  }
+  YAML::Node merged = LoadWithBases(base_file, chain, origins);
+  chain.pop_back();
+  root.remove("base");
+  MergeOnto(merged, root);
+  NoteOrigins(root, "", file, origins);
+  return merged;
+}
+
+}  // namespace
+
 ConfigTree ConfigTree::Load(const std::string& file, const std::vector<std::string>& overrides) {
   ConfigTree tree;
   tree.file_ = file;
   if (file.empty()) {
     tree.root_ = YAML::Node(YAML::NodeType::Map);
   } else {
-    std::ifstream in(file);
-    if (!in) throw ConfigError(file + ": cannot open config file");
-    try {
-      tree.root_ = YAML::Load(in);
-    } catch (const YAML::Exception& e) {
-      throw ConfigError(file + ":" + std::to_string(e.mark.line + 1) + ":" +
-                        std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
-    }
-    if (tree.root_.IsNull()) tree.root_ = YAML::Node(YAML::NodeType::Map);
-    if (!tree.root_.IsMap()) throw ConfigError(file + ": the top level must be a map of sections");
+    std::vector<std::string> chain;
+    tree.root_ = LoadWithBases(file, chain, tree.key_origin_);
   }
   for (const std::string& o : overrides) {
     const auto eq = o.find('=');
@@ -85,7 +163,11 @@ std::string ConfigTree::Where(const std::string& path, const YAML::Node& node) c
     if (below) return "command-line override '" + origin + "'";
   }
   const YAML::Mark mark = node.Mark();
-  std::string where = file_.empty() ? "<defaults>" : file_;
+  // A key inherited from a base config is that file's (its marks are too).
+  const auto origin = key_origin_.find(path);
+  std::string where = origin != key_origin_.end() ? origin->second
+                      : file_.empty()             ? "<defaults>"
+                                                  : file_;
   if (!mark.is_null()) where += fmt::format(":{}:{}", mark.line + 1, mark.column + 1);
   return where;
 }

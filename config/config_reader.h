@@ -52,9 +52,11 @@ struct Bounds {
 class ConfigTree {
  public:
   // Parses `file` ("" for none: all defaults) and applies `overrides`
-  // ("section.key=value", value in YAML syntax). Throws ConfigError for an
-  // unreadable file, a YAML syntax error (with its line) or a malformed
-  // override.
+  // ("section.key=value", value in YAML syntax). A top-level `base: FILE`
+  // (relative to the file that names it) loads FILE first, and this file's
+  // keys are merged onto it section by section (a base may have a base).
+  // Throws ConfigError for an unreadable file, a YAML syntax error (with its
+  // line), a missing or cyclic base, or a malformed override.
   static ConfigTree Load(const std::string& file, const std::vector<std::string>& overrides);
 
   const YAML::Node& root() const { return root_; }
@@ -64,6 +66,7 @@ class ConfigTree {
  private:
   std::string file_;
   YAML::Node root_;
+  std::map<std::string, std::string> key_origin_;       // key path -> file it came from
   std::map<std::string, std::string> override_origin_;  // key path -> "k=v"
 };
 

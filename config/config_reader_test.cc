@@ -407,5 +407,53 @@ TEST_F(ConfigTest, ShardGroupSizeBelongsToHybridShardAndMustDivideTheWorld) {
   EXPECT_THROW(hybrid.learner.ShardGroupSize(6, 4, "f.yaml"), ConfigError);
 }
 
+// A config written next to the test's own (same directory), by name.
+std::string WriteBeside(const std::string& of, const std::string& name, const std::string& text) {
+  const auto path = (std::filesystem::path(of).parent_path() / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST_F(ConfigTest, BaseConfigIsMergedUnderTheFileSectionBySection) {
+  const std::string here = Write("");
+  WriteBeside(here, "base_root.yaml",
+              "env:\n  num_envs: 8\nlearner:\n  lr: 0.5\n  batch_size: 32\n");
+  WriteBeside(here, "base_mid.yaml",
+              "base: base_root.yaml\nlearner:\n  batch_size: 64\nactor:\n  n_step: 5\n");
+  const std::string top = Write("base: base_mid.yaml\nenv:\n  name: Acrobot-v1\n");
+  auto c = ExperimentConfig::Load(top, {"learner.lr=0.25"});
+  EXPECT_EQ(c.env.name, "Acrobot-v1");   // this file
+  EXPECT_EQ(c.env.num_envs, 8);          // its base's base, same section
+  EXPECT_EQ(c.learner.batch_size, 64);   // the nearer base wins
+  EXPECT_EQ(c.actor.n_step, 5);          // a section only a base has
+  EXPECT_DOUBLE_EQ(c.learner.lr, 0.25);  // overrides win over every file
+  EXPECT_EQ(c.ToYaml().find("base:"), std::string::npos);
+}
+
+TEST_F(ConfigTest, AnErrorInABaseConfigNamesTheBaseFileAndLine) {
+  const std::string here = Write("");
+  const std::string base =
+      WriteBeside(here, "bad_base.yaml", "env:\n  name: CartPole-v1\n  num_envs: -3\n");
+  const std::string what = ErrorOf(Write("base: bad_base.yaml\nlearner:\n  lr: 0.1\n"));
+  EXPECT_NE(what.find(base + ":3:"), std::string::npos) << what;
+  EXPECT_NE(what.find("env.num_envs"), std::string::npos) << what;
+}
+
+TEST_F(ConfigTest, MissingCyclicOrMalformedBaseIsAConfigError) {
+  const std::string here = Write("");
+  std::string what = ErrorOf(Write("base: no_such_base.yaml\n"));
+  EXPECT_NE(what.find(path_ + ":1:"), std::string::npos) << what;
+  EXPECT_NE(what.find("cannot open config file"), std::string::npos) << what;
+  EXPECT_NE(what.find("no_such_base.yaml"), std::string::npos) << what;
+
+  WriteBeside(here, "cycle_a.yaml", "base: cycle_b.yaml\n");
+  WriteBeside(here, "cycle_b.yaml", "base: cycle_a.yaml\n");
+  what = ErrorOf(Write("base: cycle_a.yaml\n"));
+  EXPECT_NE(what.find("cycle"), std::string::npos) << what;
+
+  what = ErrorOf(Write("base: [a.yaml, b.yaml]\n"));
+  EXPECT_NE(what.find("key 'base'"), std::string::npos) << what;
+}
+
 }  // namespace
 }  // namespace rlswarm::config
