@@ -31,13 +31,26 @@ AlgorithmStep DqnAlgorithm::Train(const StagedBatch& batch, int64_t /*update*/) 
     next_target = target_->Forward(next_obs);
   }
   online_->ZeroGrad();
-  // One online forward over [s; s'] instead of two: one set of all-gathers
-  // per unit when sharded. Q(s') is only used detached (double-Q's argmax),
-  // so its rows get a zero gradient.
+  // Q(s') is only used detached (double-Q's argmax). Sharded, one online
+  // forward over [s; s'] needs one set of all-gathers per unit instead of
+  // two, and its s' rows get a zero gradient (backward still runs over all
+  // 2B rows). Where forward is local there is nothing to save, and backward
+  // over B rows is cheaper (MinAtar net, batch 64, one core: 3-10% more
+  // updates per second in a launch).
   const int64_t rows = obs.size(0);
-  at::Tensor both = online_->Forward(at::cat({obs, next_obs}));
-  at::Tensor q = both.narrow(0, 0, rows);
-  at::Tensor next_online = both.narrow(0, rows, rows).detach();
+  at::Tensor q;
+  at::Tensor next_online;
+  if (online_->ForwardIsLocal()) {
+    {
+      at::NoGradGuard no_grad;
+      next_online = online_->Forward(next_obs);
+    }
+    q = online_->Forward(obs);
+  } else {
+    at::Tensor both = online_->Forward(at::cat({obs, next_obs}));
+    q = both.narrow(0, 0, rows);
+    next_online = both.narrow(0, rows, rows).detach();
+  }
   DqnLossResult result = [&] {
     TraceScope trace("loss");
     return DqnLoss(q, next_online, next_target, targets, options_.loss);

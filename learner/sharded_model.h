@@ -104,6 +104,10 @@ class ShardedModel {
   // backward through the output reduce-scatters into LocalGrad(). Each
   // rank's loss should be the mean over its own share of the global batch.
   at::Tensor Forward(const at::Tensor& input);
+  // Forward issues no collective (one rank without a group, or no_shard:
+  // every rank holds the whole model), so a second forward costs only its
+  // compute.
+  bool ForwardIsLocal() const { return direct_; }
 
   void ZeroGrad();
   // no_shard: all-reduces gradients. Then one all-reduce of four doubles
