@@ -11,9 +11,11 @@
 #   tests/netns_hosts_test.sh RLSWARM_BINARY CONFIGS_DIR
 #
 # Needs root (CAP_NET_ADMIN); without it it exits 77, which ctest reports as
-# skipped (label `netns`). Without the sch_netem module the links carry no
-# delay or loss and the test says so (RLSWARM_NETNS_REQUIRE_NETEM=1 skips
-# instead).
+# skipped (label `netns`). Without the sch_netem module (a kernel without
+# modules) the same delay and loss come from tests/lossy_wire.py instead: a
+# TUN device per host and a user-space process forwarding between them
+# (needs /dev/net/tun and python3; without them the links carry no delay or
+# loss and the test says so; RLSWARM_NETNS_REQUIRE_NETEM=1 skips instead).
 set -euo pipefail
 bin=$1
 configs=$2
@@ -69,20 +71,57 @@ for h in a b c; do
 done
 # Every host's link gets 5 ms of delay and 1% loss (both directions: on the
 # host's side and on the bridge's).
-# Without sch_netem (a kernel without modules) the hosts run on clean links
-# and the test says so; the cut-off below needs nothing but the bridge.
-netem=yes
+link=netem
 for h in a b c; do
   if ! ip netns exec "${tag}$h" tc qdisc add dev eth0 root netem delay 5ms loss 1% 2> /dev/null; then
-    netem=no
+    link=none
     break
   fi
   ip netns exec "$hub" tc qdisc add dev "port-$h" root netem delay 5ms loss 1%
 done
-if [ $netem = no ]; then
-  echo "NOTE: tc netem is not available (no sch_netem module): links without delay or loss"
-  [ "${RLSWARM_NETNS_REQUIRE_NETEM:-0}" = 1 ] && skip "RLSWARM_NETNS_REQUIRE_NETEM=1 and no netem"
+# Without sch_netem: the same delay and loss from the user-space wire, which
+# replaces the veth links (one TUN device a host, the wire forwarding).
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ $link = none ] && [ -c /dev/net/tun ] && command -v python3 > /dev/null; then
+  for h in a b c; do ip -n "${tag}$h" link del eth0; done
+  python3 "$here/lossy_wire.py" --delay-ms 5 --loss 0.01 --ready "$work/wire.ready" \
+    "tun-a=${tag}a=${address[a]}" "tun-b=${tag}b=${address[b]}" "tun-c=${tag}c=${address[c]}" \
+    > "$work/wire.log" 2>&1 &
+  wire=$!
+  pids+=($wire)
+  for _ in $(seq 100); do
+    [ -f "$work/wire.ready" ] && break
+    kill -0 $wire 2> /dev/null || break
+    sleep 0.1
+  done
+  if [ -f "$work/wire.ready" ]; then
+    link=wire
+  else
+    echo "the user-space wire did not start:"
+    cat "$work/wire.log"
+    exit 1
+  fi
 fi
+case $link in
+  netem) echo "links: tc netem, 5 ms delay and 1% loss" ;;
+  wire) echo "links: no sch_netem; tests/lossy_wire.py gives 5 ms delay and 1% loss" ;;
+  none)
+    echo "NOTE: no tc netem (no sch_netem module) and no /dev/net/tun or python3: links" \
+      "without delay or loss"
+    [ "${RLSWARM_NETNS_REQUIRE_NETEM:-0}" = 1 ] && skip "RLSWARM_NETNS_REQUIRE_NETEM=1 and no netem"
+    ;;
+esac
+# Host C's cable, pulled and plugged back in.
+cut_c() {
+  if [ $link = wire ]; then ip -n "${tag}c" link set tun-c down; else ip -n "$hub" link set port-c down; fi
+}
+heal_c() {
+  if [ $link = wire ]; then
+    ip -n "${tag}c" link set tun-c up
+  else
+    ip -n "$hub" link set port-c up
+  fi
+}
 echo "hosts up: A ${address[a]} (replay), B ${address[b]} (learner x2), C ${address[c]} (actors)"
 
 # One config for every host: CartPole's, with the hosts' addresses.
@@ -149,10 +188,10 @@ until [ "$(episodes)" -ge 50 ]; do
   sleep 1
 done
 echo "cutting host C off for 10 s after $(episodes) episodes"
-ip -n "$hub" link set port-c down
+cut_c
 sleep 10
 before=$(episodes)
-ip -n "$hub" link set port-c up
+heal_c
 deadline=$((SECONDS + 60))
 until [ "$(episodes)" -gt $((before + 20)) ]; do
   [ $SECONDS -lt $deadline ] || {
@@ -187,6 +226,17 @@ for f in "$work"/actor-*.log; do
 done
 echo "best greedy mean return $best over 100 episodes after $SECONDS s;" \
   "actors' logs count $dropped dropped items"
+if [ $link = wire ]; then
+  # Its counts say the loss was real (and how much C's cut-off lost).
+  kill -TERM $wire
+  wait $wire || true
+  echo "wire: $(tail -n 1 "$work/wire.log")"
+  lost=$(sed -n 's/.*"lost": *\([0-9]*\).*/\1/p' "$work/wire.log")
+  [ "${lost:-0}" -gt 0 ] || {
+    echo "the wire lost nothing: no loss was applied"
+    exit 1
+  }
+fi
 awk -v m="$best" 'BEGIN {exit !(m >= 475)}' || {
   echo "not solved"
   exit 1
