@@ -60,15 +60,21 @@ ip netns add "$hub" 2> /dev/null || skip "cannot create a network namespace"
 ip -n "$hub" link add br0 type bridge
 ip -n "$hub" link set br0 up
 declare -A address=([a]=10.77.0.1 [b]=10.77.0.2 [c]=10.77.0.3)
+# Each host's veth link to the bridge.
+veths() {
+  for h in a b c; do
+    local ns=${tag}$h
+    ip link add eth0 netns "$ns" type veth peer name "port-$h" netns "$hub"
+    ip -n "$hub" link set "port-$h" master br0 up
+    ip -n "$ns" addr add "${address[$h]}/24" dev eth0
+    ip -n "$ns" link set eth0 up
+  done
+}
 for h in a b c; do
-  ns=${tag}$h
-  ip netns add "$ns"
-  ip link add eth0 netns "$ns" type veth peer name "port-$h" netns "$hub"
-  ip -n "$hub" link set "port-$h" master br0 up
-  ip -n "$ns" addr add "${address[$h]}/24" dev eth0
-  ip -n "$ns" link set eth0 up
-  ip -n "$ns" link set lo up
+  ip netns add "${tag}$h"
+  ip -n "${tag}$h" link set lo up
 done
+veths
 # Every host's link gets 5 ms of delay and 1% loss (both directions: on the
 # host's side and on the bridge's).
 link=netem
@@ -97,17 +103,22 @@ if [ $link = none ] && [ -c /dev/net/tun ] && command -v python3 > /dev/null; th
   if [ -f "$work/wire.ready" ]; then
     link=wire
   else
+    # No TUN devices here after all: back to the veth links, without loss.
     echo "the user-space wire did not start:"
     cat "$work/wire.log"
-    exit 1
+    kill $wire 2> /dev/null || true
+    for h in a b c; do
+      ip -n "${tag}$h" link del "tun-$h" 2> /dev/null || true
+    done
+    veths
   fi
 fi
 case $link in
   netem) echo "links: tc netem, 5 ms delay and 1% loss" ;;
   wire) echo "links: no sch_netem; tests/lossy_wire.py gives 5 ms delay and 1% loss" ;;
   none)
-    echo "NOTE: no tc netem (no sch_netem module) and no /dev/net/tun or python3: links" \
-      "without delay or loss"
+    echo "NOTE: no tc netem (no sch_netem module) and no working user-space wire (/dev/net/tun," \
+      "python3): links without delay or loss"
     [ "${RLSWARM_NETNS_REQUIRE_NETEM:-0}" = 1 ] && skip "RLSWARM_NETNS_REQUIRE_NETEM=1 and no netem"
     ;;
 esac
