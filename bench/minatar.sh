@@ -71,7 +71,7 @@ for game in $games; do
     "$binary" launch "$config" --run-dir "$dir" launch.stop_at_target=false \
       actor.seed=$s model.seed=$s learner.seed=$s replay.seed=$((s + 1)) "${overrides[@]}" \
       >/dev/null 2>"$dir.stderr" || {
-        kill "$sampler" 2>/dev/null
+        kill "$sampler" 2>/dev/null || true
         echo "minatar.sh: $game seed $s failed; see $dir.stderr" >&2; trap - EXIT; exit 1; }
     kill "$sampler" 2>/dev/null || true
     wait "$sampler" 2>/dev/null || true

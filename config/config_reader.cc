@@ -22,10 +22,6 @@ std::string FormatNumber(double v) {
   return s.str();
 }
 
-}  // namespace
-
-namespace {
-
 // Parses one YAML file whose top level must be a map (an empty file is an
 // empty map).
 YAML::Node ParseFile(const std::string& file) {
