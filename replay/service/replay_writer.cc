@@ -196,6 +196,8 @@ void ReplayWriter::PushReadyLocked(std::shared_ptr<Batch> batch) {
   stats_.buffered = static_cast<std::int64_t>(ready_.size());
 }
 
+bool ReplayWriter::HasBatchesToSendLocked() const { return !resend_.empty() || !ready_.empty(); }
+
 int ReplayWriter::PickShardLocked(Clock::time_point now) {
   const int n = static_cast<int>(shards_.size());
   for (int i = 0; i < n; ++i) {
@@ -212,15 +214,17 @@ std::vector<ReplayWriter::Dispatch> ReplayWriter::TakeDispatchesLocked() {
   std::vector<Dispatch> dispatches;
   if (closed_) return dispatches;
   const auto now = Clock::now();
-  while (!ready_.empty() && stats_.in_flight < options_.max_in_flight) {
+  while (HasBatchesToSendLocked() && stats_.in_flight < options_.max_in_flight) {
     const int shard = PickShardLocked(now);
     if (shard < 0) break;  // all down: the timer resends after retry_backoff
-    dispatches.push_back({std::move(ready_.front()), shard});
-    ready_.pop_front();
+    auto& queue = resend_.empty() ? ready_ : resend_;  // the failed ones first
+    dispatches.push_back({std::move(queue.front()), shard});
+    queue.pop_front();
     ++stats_.in_flight;
     ++stats_.batches_sent;
   }
   stats_.buffered = static_cast<std::int64_t>(ready_.size());
+  stats_.resending = static_cast<std::int64_t>(resend_.size());
   if (!dispatches.empty()) changed_.NotifyAll();  // room for a blocked Append
   return dispatches;
 }
@@ -248,7 +252,7 @@ void ReplayWriter::TimerLoop() {
     }
     Clock::time_point wake = now + options_.flush_interval;
     if (staging_->items > 0) wake = std::min(wake, staged_since_ + options_.flush_interval);
-    if (!ready_.empty() && stats_.in_flight < options_.max_in_flight) {
+    if (HasBatchesToSendLocked() && stats_.in_flight < options_.max_in_flight) {
       // Every shard is down: wake when the first may be tried again.
       wake = std::min(wake, *std::min_element(down_until_.begin(), down_until_.end()));
     }
@@ -295,16 +299,16 @@ void ReplayWriter::OnReply(std::shared_ptr<Batch> batch, int shard, std::excepti
     }
   } else {
     // Unavailable, DeadlineExceeded, ...: keep it and try another shard.
-    // Back to the front even when the buffer is full of newer batches: it
-    // was counted against the buffer while in flight (the buffer plus the
-    // calls in flight stay bounded), and dropping it here would lose items
-    // while the actor is still within max_block (a rate limiter that holds
-    // inserts past insert_timeout fails every call in flight).
+    // Kept even when the buffer is full of newer batches: it was counted
+    // against the calls in flight (so the buffer plus the calls stay
+    // bounded), and dropping it would lose items while the actor is still
+    // within max_block (a rate limiter that holds inserts past
+    // insert_timeout fails every call in flight).
     down_until_[shard] = Clock::now() + options_.retry_backoff;
     ++stats_.batches_retried;
     spdlog::debug("replay writer: shard {} failed a batch ({}), resending", shard, message);
-    ready_.push_front(std::move(batch));
-    stats_.buffered = static_cast<std::int64_t>(ready_.size());
+    resend_.push_back(std::move(batch));
+    stats_.resending = static_cast<std::int64_t>(resend_.size());
     timer_wake_.NotifyOne();  // if every shard is down now, it times the resend
   }
   changed_.NotifyAll();
@@ -330,7 +334,7 @@ bool ReplayWriter::Flush(std::chrono::milliseconds timeout) {
   SendAll(std::move(dispatches));
   lock.Lock();
   return changed_.WaitUntil(lock, deadline, [this]() RLSWARM_REQUIRES(mu_) {
-    return closed_ || (ready_.empty() && stats_.in_flight == 0 && staging_->items == 0);
+    return closed_ || (!HasBatchesToSendLocked() && stats_.in_flight == 0 && staging_->items == 0);
   }) && !closed_;
 }
 
@@ -346,10 +350,13 @@ void ReplayWriter::Close() {
   for (auto& shard : shards_) shard->Close();  // pending calls end Cancelled (OnReply counts them)
   MutexLock lock(mu_);
   for (const auto& batch : ready_) stats_.items_dropped += batch->items;
+  for (const auto& batch : resend_) stats_.items_dropped += batch->items;
   stats_.items_dropped += staging_->items;
   ready_.clear();
+  resend_.clear();
   staging_->items = 0;
   stats_.buffered = 0;
+  stats_.resending = 0;
   stats_.staged_items = 0;
 }
 

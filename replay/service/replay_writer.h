@@ -67,7 +67,8 @@ struct ReplayWriterStats {
   std::int64_t batches_retried = 0;
   std::int64_t batches_rejected = 0;
   std::int64_t in_flight = 0;  // batches
-  std::int64_t buffered = 0;   // sealed batches waiting
+  std::int64_t buffered = 0;   // sealed batches waiting, at most max_buffered_batches
+  std::int64_t resending = 0;  // failed batches waiting to go again, at most max_in_flight
   std::int64_t staged_items = 0;
 };
 
@@ -110,6 +111,8 @@ class ReplayWriter {
   void WaitForRoomLocked(MutexLock& lock) RLSWARM_REQUIRES(mu_);
   void PushReadyLocked(std::shared_ptr<Batch> batch) RLSWARM_REQUIRES(mu_);
   void SealLocked() RLSWARM_REQUIRES(mu_);
+  // A failed batch to resend or a sealed one waiting.
+  bool HasBatchesToSendLocked() const RLSWARM_REQUIRES(mu_);
   struct Dispatch {
     std::shared_ptr<Batch> batch;
     int shard = 0;
@@ -138,6 +141,10 @@ class ReplayWriter {
   std::unique_ptr<Staging> staging_ RLSWARM_PT_GUARDED_BY(mu_);  // set once, by the constructor
   std::chrono::steady_clock::time_point staged_since_ RLSWARM_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<Batch>> ready_ RLSWARM_GUARDED_BY(mu_);
+  // Batches whose call failed (at most max_in_flight): they go before
+  // ready_ and are never dropped for a full buffer, so they have their own
+  // queue that PushReadyLocked cannot reach.
+  std::deque<std::shared_ptr<Batch>> resend_ RLSWARM_GUARDED_BY(mu_);
   std::vector<std::chrono::steady_clock::time_point> down_until_ RLSWARM_GUARDED_BY(mu_);
   int next_shard_ RLSWARM_GUARDED_BY(mu_) = 0;
   ReplayWriterStats stats_ RLSWARM_GUARDED_BY(mu_);
