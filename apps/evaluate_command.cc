@@ -236,7 +236,8 @@ void AddEvaluateCommand(CLI::App& app) {
   cmd->add_option("--episodes", args->episodes, "Episodes to run (evaluate.episodes)");
   cmd->add_option("--seed", args->seed, "Seed (evaluate.seed)");
   cmd->add_option("--num-envs", args->num_envs,
-                  "Parallel envs (env.num_envs); results do not depend on it");
+                  "Parallel envs (env.num_envs); results do not depend on it (continuous "
+                  "actions: up to float rounding)");
   cmd->add_flag("--json", args->json, "Print one JSON object");
   cmd->add_flag("--print-config", args->print_config, "Print the resolved config and exit");
   cmd->add_option("overrides", args->overrides, "Config overrides: section.key=value ...");

@@ -180,8 +180,12 @@ TEST_F(LaunchTest, PendulumWithTd3IsSolvedAndItsPoliciesEvaluateAndDraw) {
       return Json::parse(out.substr(out.rfind("{\"")));
     };
     const Json best = evaluate(run / "policies" / "best", {"--episodes", "100"});
-    EXPECT_DOUBLE_EQ(best["mean_return"].get<double>(),
-                     summary["best_eval_mean_return"].get<double>());
+    // The same policy and episodes, but batches of env.num_envs (16) rows,
+    // not launch.eval_num_envs (100): BLAS rounds a row's continuous action
+    // a little differently per batch shape (one CI run: -147.2856307760 vs
+    // -147.2856308786). Another checkpoint would differ by far more.
+    EXPECT_NEAR(best["mean_return"].get<double>(), summary["best_eval_mean_return"].get<double>(),
+                1e-4);
     const Json last = evaluate(run / "checkpoints" / "learner", {"--episodes", "100"});
     EXPECT_GE(last["mean_return"].get<double>(), -400.0) << last.dump();
     const Json drawn = evaluate(run / "policies" / "best",
