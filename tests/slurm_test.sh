@@ -5,11 +5,15 @@
 # full_shard learner (srun tasks: SLURM_PROCID / SLURM_NTASKS, no
 # MASTER_ADDR, so rank 0's node comes from the step's node list) and two
 # actors, each an `srun --overlap` step. The job must end cleanly at
-# learner.max_updates with both ranks' checkpoints written, and the newest
-# checkpoint's greedy policy must have learned (mean return over 100 episodes
-# at least 80; random is ~22, solved is 475: the job stops at a fixed update
-# count, not at a target, and a DQN policy's greedy return swings: 97 to 351
-# seen at 6000 updates).
+# learner.max_updates with both ranks' checkpoints written, and the greedy
+# policy must have learned: the best of the twenty checkpoints kept (every
+# 500 updates, 2500 to 12000) averages at least 80 over 100 episodes (random
+# is ~22, solved is 475). The job stops at a fixed update count, not at a
+# target, and one DQN checkpoint's greedy return swings from one to the next
+# (500 at 11500 updates then 24.7 at 12000 in one run; 41.8 at 10000 once on
+# a slow CI machine whose training return was 93): one checkpoint alone makes
+# the test a coin toss. `rlswarm launch` judges the same way: the first of
+# its frequent evaluations to reach the target ends the run.
 #
 #   tests/slurm_test.sh RLSWARM_BINARY SOURCE_DIR
 #
@@ -76,7 +80,7 @@ status=0
 RLSWARM_BINARY=$bin RLSWARM_PORT_BASE=$base RLSWARM_ACTORS=2 \
   sbatch --wait --ntasks 2 --time 10 --output "$work/job.out" --chdir "$work" \
   "$src/scripts/slurm/rlswarm.sbatch" "$src/configs/cartpole.yaml" "$work/run" \
-  learner.strategy=full_shard learner.max_updates=10000 learner.checkpoint_interval=1000 \
+  learner.strategy=full_shard learner.max_updates=12000 learner.checkpoint_interval=500 learner.keep_checkpoints=20 \
   || status=$?
 echo "job ended after $((SECONDS - start)) s (exit $status)"
 cat "$work/job.out"
@@ -93,13 +97,26 @@ grep -q "learner-store: serving" "$work/run/logs/learner-0.log" || {
   echo "rank 0 did not host the learner's store"
   exit 1
 }
-ls -d "$work"/run/learner/update-000000010000 > /dev/null || {
+ls -d "$work"/run/learner/update-000000012000 > /dev/null || {
   echo "no checkpoint at learner.max_updates"
   exit 1
 }
 mean=$(sed -n 's/.*"mean_return": *\([0-9.]*\).*/\1/p' "$work/run/evaluate.json")
 echo "greedy mean return of the final checkpoint over 100 episodes: ${mean:-none}"
-awk -v m="${mean:-0}" 'BEGIN {exit !(m >= 80)}' || {
+best=0
+for ((u = 2500; u <= 12000; u += 500)); do
+  dir=$(printf '%s/run/learner/update-%012d' "$work" "$u")
+  [ -d "$dir" ] || {
+    echo "no checkpoint $dir (learner.keep_checkpoints=20 keeps the last twenty)"
+    exit 1
+  }
+  m=$("$bin" evaluate --config "$src/configs/cartpole.yaml" --checkpoint "$dir" --json \
+    | sed -n 's/.*"mean_return": *\([0-9.]*\).*/\1/p')
+  echo "greedy mean return at update $u: ${m:-none}"
+  best=$(awk -v a="$best" -v b="${m:-0}" 'BEGIN {print (b > a) ? b : a}')
+done
+echo "best of the twenty checkpoints: $best"
+awk -v m="$best" 'BEGIN {exit !(m >= 80)}' || {
   echo "the policy trained under Slurm did not learn"
   exit 1
 }
