@@ -12,7 +12,7 @@
 #                 "load_avg"}, ...],
 #    "games", "seeds"}
 #
-#   bench/minatar.sh [--seeds N] [--games "breakout asterix ..."]
+#   bench/minatar.sh [--seeds N] [--first-seed K] [--games "breakout asterix ..."]
 #                    [--binary PATH] [--keep DIR] [section.key=value ...]
 #
 # Keys that summary.json has are copied from it and mean what they mean there
@@ -22,19 +22,21 @@
 #   target_return: the config's launch.target_return;
 #   train_mean_return_last100: the mean return of the last 100 training
 #       episodes (epsilon-greedy, what the MinAtar paper plots);
-#   return_at_1m_steps: the greedy mean return of the first evaluation at or
-#       after 1 M env steps (null if the run made fewer);
+#   return_at_1m_steps: the greedy mean return of the first complete
+#       evaluation at or after 1 M env steps (null if the run made fewer);
 #   load_avg: the mean of the 1-minute load average sampled every 10 s while
 #       the run ran; the run itself adds ~1.3-2 (its learner, actors and
 #       evaluator on the 2 cores), more means other work shared the machine.
-# Seed s sets actor.seed, model.seed and learner.seed to s and replay.seed to
-# s + 1. Each run's directory (summary, evaluations, episodes, scalars for
+# Seeds K .. K+N-1 run (--first-seed K, default 0; --seeds N). Seed s sets
+# actor.seed, model.seed and learner.seed to s and replay.seed to s + 1.
+# Each run's directory (summary, evaluations, episodes, scalars for
 # `rlswarm plot`) stays under --keep DIR (default: a temporary directory,
 # removed at exit).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seeds=1
+first_seed=0
 games="breakout asterix freeway seaquest space_invaders"
 binary="${RLSWARM_BUILD_DIR:-$root/build}/rlswarm"
 keep=""
@@ -42,6 +44,7 @@ overrides=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seeds) seeds="$2"; shift 2 ;;
+    --first-seed) first_seed="$2"; shift 2 ;;
     --games) games="$2"; shift 2 ;;
     --binary) binary="$2"; shift 2 ;;
     --keep) keep="$2"; shift 2 ;;
@@ -61,7 +64,7 @@ results="$work/results.jsonl"
 for game in $games; do
   config="$root/configs/minatar_$game.yaml"
   [ -f "$config" ] || { echo "minatar.sh: no config $config" >&2; exit 1; }
-  for ((s = 0; s < seeds; s++)); do
+  for ((s = first_seed; s < first_seed + seeds; s++)); do
     dir="$work/$game-seed-$s"
     loads="$work/$game-seed-$s.load"
     : >"$loads"
@@ -100,7 +103,10 @@ def key(section, name):
             return line.split(":", 1)[1].strip()
     return None
 target = key("launch", "target_return")
-at_1m = next((e["mean_return"] for e in evals if e["env_steps"] >= 1_000_000), None)
+# Only complete evaluations, as summary.json counts them: one that the run's
+# stop cut short (fewer episodes, or none) is in the file marked "complete": false.
+at_1m = next((e["mean_return"] for e in evals
+              if e.get("complete") and e["env_steps"] >= 1_000_000), None)
 print(json.dumps({
     "env": key("env", "name"),
     "seed": int(seed),
