@@ -296,6 +296,36 @@ TEST_F(ConfigTest, WatchdogTimeoutDefaultsToThirtySecondsAndRejectsBadValues) {
   EXPECT_NE(tiny.find(path_), std::string::npos) << tiny;
 }
 
+TEST_F(ConfigTest, RmsPropOptionsReachTheOptimizerAndAreRmsPropsOnly) {
+  auto optimizer = [](const ExperimentConfig& c) {
+    return c.learner
+        .ToLearnerOptions(c.replay.ToSamplerOptions(c.security.ToClientOptions()),
+                          c.security.ToServerOptions())
+        .model.optimizer;
+  };
+  const learner::OptimizerOptions defaults = optimizer(ExperimentConfig::Load("", {}));
+  EXPECT_EQ(defaults.eps, 1e-8);
+  EXPECT_EQ(defaults.alpha, 0.99);
+  EXPECT_FALSE(defaults.centered);
+  const learner::OptimizerOptions set = optimizer(ExperimentConfig::Load(
+      Write("learner:\n  optimizer: rmsprop\n  optimizer_eps: 0.01\n  rmsprop_alpha: 0.95\n"
+            "  rmsprop_centered: true\n"),
+      {}));
+  EXPECT_EQ(set.kind, learner::OptimizerKind::kRmsProp);
+  EXPECT_EQ(set.eps, 0.01);
+  EXPECT_EQ(set.alpha, 0.95);
+  EXPECT_TRUE(set.centered);
+  const std::string on_adam = ErrorOf("", {"learner.rmsprop_centered=true"});
+  EXPECT_NE(on_adam.find("learner.rmsprop_centered"), std::string::npos) << on_adam;
+  EXPECT_NE(on_adam.find("adam"), std::string::npos) << on_adam;
+  EXPECT_NE(ErrorOf("", {"learner.rmsprop_alpha=0.9"}).find("rmsprop"), std::string::npos);
+  EXPECT_NE(ErrorOf("", {"learner.optimizer=rmsprop", "learner.rmsprop_alpha=1"})
+                .find("learner.rmsprop_alpha"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("", {"learner.optimizer_eps=-1"}).find("learner.optimizer_eps"),
+            std::string::npos);
+}
+
 TEST_F(ConfigTest, PrefetchDepthsDefaultToTwoAndReachTheShardingOptions) {
   auto options = [](const ExperimentConfig& c) {
     return c.learner.ToLearnerOptions(c.replay.ToSamplerOptions(c.security.ToClientOptions()),

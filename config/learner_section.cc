@@ -18,6 +18,13 @@ void LearnerSection::Check(const std::string& file) const {
                       ": section 'learner': learner.algorithm td3 publishes the policy and the "
                       "critics in one blob: learner.publish_mode must be full");
   }
+  if (optimizer != "rmsprop" &&
+      (rmsprop_centered || rmsprop_alpha != LearnerSection{}.rmsprop_alpha)) {
+    throw ConfigError((file.empty() ? std::string("<defaults>") : file) +
+                      ": section 'learner': learner.rmsprop_alpha and learner.rmsprop_centered "
+                      "are for learner.optimizer: rmsprop (optimizer is " +
+                      optimizer + ")");
+  }
   if (shard_group_size > 0 && strategy != "hybrid_shard") {
     throw ConfigError((file.empty() ? std::string("<defaults>") : file) +
                       ": section 'learner': learner.shard_group_size is only for "
@@ -52,6 +59,9 @@ learner::LearnerOptions LearnerSection::ToLearnerOptions(
   o.batch_size = batch_size;
   o.model.optimizer.kind = learner::ParseOptimizerKind(optimizer);
   o.model.optimizer.lr = lr;
+  o.model.optimizer.eps = optimizer_eps;
+  o.model.optimizer.alpha = rmsprop_alpha;
+  o.model.optimizer.centered = rmsprop_centered;
   o.model.optimizer.max_grad_norm = max_grad_norm;
   o.model.sharding.strategy = learner::ParseShardingStrategy(strategy);
   o.model.sharding.layers_per_unit.assign(layers_per_unit.begin(), layers_per_unit.end());

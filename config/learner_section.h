@@ -33,6 +33,9 @@ struct LearnerSection {
   std::int64_t batch_size = 128;
   std::string optimizer = "adam";
   double lr = 5e-3;
+  double optimizer_eps = 1e-8;
+  double rmsprop_alpha = 0.99;
+  bool rmsprop_centered = false;
   double max_grad_norm = 10;
   double target_tau = 0.01;
   std::int64_t target_update_interval = 100;
@@ -90,6 +93,15 @@ struct LearnerSection {
             Bounds{1, 1 << 20});
     v.Choice("optimizer", optimizer, "optimizer", {"adam", "rmsprop"});
     v.Field("lr", lr, "learning rate", Bounds{1e-12, 10});
+    v.Field("optimizer_eps", optimizer_eps,
+            "added to the denominator of adam's and rmsprop's step (MinAtar's DQN: rmsprop 0.01)",
+            Bounds{0, 10});
+    v.Field("rmsprop_alpha", rmsprop_alpha,
+            "rmsprop: smoothing of the squared-gradient average (MinAtar's DQN: 0.95)",
+            Bounds{0, 0.9999999});
+    v.Field("rmsprop_centered", rmsprop_centered,
+            "rmsprop: divide by the gradient's running standard deviation, not its root mean "
+            "square (the DQN papers' and MinAtar's DQN: true)");
     v.Field("max_grad_norm", max_grad_norm, "clip the global gradient norm; 0 = off",
             Bounds{0, 1e12});
     v.Field("target_tau", target_tau,

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/errors.h"
 #include "learner/checkpoint_writing.h"
@@ -275,10 +276,27 @@ CheckpointProgress LoadCheckpoint(const std::string& dir, ShardedModel& online,
     if (kind != online.optimizer().options().kind) {
       throw InvalidArgument("checkpoint " + dir + " holds " + m.optimizer + " state");
     }
+    // The same kind with other options (centered RMSprop or not) keeps
+    // other state: say so rather than drop a section or miss one.
+    std::set<std::string> unused;
+    for (const auto& [name, t] : sections) {
+      if (name != "params" && name != "target") unused.insert(name);
+    }
     models::NamedTensors state;
     for (const auto& [name, t] : online.optimizer().State()) {
       if (name == "step") continue;
-      state.emplace_back(name, LocalSliceOf(online, sections.at(name)));
+      auto it = sections.find(name);
+      if (it == sections.end()) {
+        throw InvalidArgument("checkpoint " + dir + " has no optimizer state '" + name + "': its " +
+                              m.optimizer + " ran with other options (learner.rmsprop_centered?)");
+      }
+      unused.erase(name);
+      state.emplace_back(name, LocalSliceOf(online, it->second));
+    }
+    if (!unused.empty()) {
+      throw InvalidArgument("checkpoint " + dir + " holds optimizer state '" + *unused.begin() +
+                            "' that this " + m.optimizer +
+                            " does not keep (learner.rmsprop_centered?)");
     }
     state.emplace_back("step", at::scalar_tensor(m.optimizer_step, at::kLong));
     online.optimizer().LoadState(state);

@@ -65,10 +65,17 @@ TEST(WeightsPublishingTest, PerRankPartsReassembleToTheFullParameters) {
   EXPECT_EQ(th::ReadText(dir.path() + "/publish.txt"), "1 1 2");
 }
 
+ShardedModelOptions WithOptimizer(OptimizerOptions optimizer) {
+  ShardedModelOptions o;
+  o.optimizer = optimizer;
+  return o;
+}
+
 struct World1 {
+  explicit World1(OptimizerOptions optimizer = {}) : model{spec, WithOptimizer(optimizer), comm} {}
   models::ModelSpec spec = models::MakeMlpSpec(models::MlpOptions{});
   std::shared_ptr<Communicator> comm = std::make_shared<Communicator>();
-  ShardedModel model{spec, ShardedModelOptions{}, comm};
+  ShardedModel model;
   std::unique_ptr<ShardedModel> target = model.MakeTarget();
 
   void Train(int steps) {
@@ -149,6 +156,47 @@ TEST(ShardedCheckpointTest, CorruptOrIncompleteCheckpointsAreSkipped) {
   const models::NamedTensors loaded = fresh.model.FullParameters();
   for (size_t i = 0; i < at1.size(); ++i) EXPECT_TRUE(at::equal(loaded[i].second, at1[i].second));
   EXPECT_EQ(fresh.model.optimizer().step(), 1);
+}
+
+// Centered RMSprop's gradient average is checkpointed and restored; a
+// checkpoint of the other RMSprop variant is refused with the state's name
+// and the key to look at, in either direction.
+TEST(ShardedCheckpointTest, CenteredRmsPropResumesExactlyAndTheOtherVariantIsRefused) {
+  TempDir dir;
+  const OptimizerOptions centered{
+      .kind = OptimizerKind::kRmsProp, .lr = 1e-3, .alpha = 0.95, .eps = 0.01, .centered = true};
+  OptimizerOptions uncentered = centered;
+  uncentered.centered = false;
+  World1 w(centered);
+  w.Train(2);
+  const std::string saved = SaveCheckpoint(dir.path() + "/c", w.model, w.target.get(), {2, 0}, 0);
+  World1 resumed(centered);
+  LoadCheckpoint(saved, resumed.model, resumed.target.get());
+  at::manual_seed(7);
+  w.Train(1);
+  at::manual_seed(7);
+  resumed.Train(1);
+  const models::NamedTensors a = w.model.FullParameters(), b = resumed.model.FullParameters();
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::equal(a[i].second, b[i].second));
+
+  auto error_loading = [](const std::string& from, const OptimizerOptions& into) {
+    World1 other(into);
+    try {
+      LoadCheckpoint(from, other.model, other.target.get());
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("loaded");
+  };
+  const std::string into_uncentered = error_loading(saved, uncentered);
+  EXPECT_NE(into_uncentered.find("'grad_avg'"), std::string::npos) << into_uncentered;
+  EXPECT_NE(into_uncentered.find("rmsprop_centered"), std::string::npos) << into_uncentered;
+  World1 plain(uncentered);
+  plain.Train(1);
+  const std::string plain_saved =
+      SaveCheckpoint(dir.path() + "/u", plain.model, plain.target.get(), {1, 0}, 0);
+  const std::string into_centered = error_loading(plain_saved, centered);
+  EXPECT_NE(into_centered.find("'grad_avg'"), std::string::npos) << into_centered;
 }
 
 TEST(ShardedCheckpointTest, OnlyTheNewestKeepCheckpointsRemain) {

@@ -50,7 +50,9 @@ FlatOptimizer::FlatOptimizer(OptimizerOptions options, at::Tensor params, at::Te
     throw InvalidArgument("FlatOptimizer: params and grads must be 1-D of the same size");
   }
   exp_avg_sq_ = at::zeros_like(params_);
-  if (options_.kind == OptimizerKind::kAdam) exp_avg_ = at::zeros_like(params_);
+  if (options_.kind == OptimizerKind::kAdam || options_.centered) {
+    exp_avg_ = at::zeros_like(params_);
+  }
 }
 
 at::Tensor FlatOptimizer::Step() {
@@ -85,9 +87,17 @@ at::Tensor FlatOptimizer::StepSlice(int64_t offset, int64_t len) {
     params.addcdiv_(exp_avg, denom, -step_size);
     return UpdateSquaredNorm(denom, exp_avg, step_size);
   }
-  // torch::optim::RMSprop without momentum or centering (Tieleman & Hinton 2012).
+  // torch::optim::RMSprop without momentum (Tieleman & Hinton 2012), same
+  // op order; centered, the square average less the squared mean gradient.
   exp_avg_sq.mul_(options_.alpha).addcmul_(grads, grads, 1 - options_.alpha);
-  at::Tensor avg = exp_avg_sq.sqrt().add_(options_.eps);
+  at::Tensor avg;
+  if (options_.centered) {
+    at::Tensor grad_avg = exp_avg_.narrow(0, offset, len);
+    grad_avg.mul_(options_.alpha).add_(grads, 1 - options_.alpha);
+    avg = exp_avg_sq.addcmul(grad_avg, grad_avg, -1).sqrt_().add_(options_.eps);
+  } else {
+    avg = exp_avg_sq.sqrt().add_(options_.eps);
+  }
   params.addcdiv_(grads, avg, -options_.lr);
   return UpdateSquaredNorm(avg, grads, options_.lr);
 }
@@ -99,6 +109,7 @@ models::NamedTensors FlatOptimizer::State() const {
     out.emplace_back("exp_avg_sq", exp_avg_sq_);
   } else {
     out.emplace_back("square_avg", exp_avg_sq_);
+    if (options_.centered) out.emplace_back("grad_avg", exp_avg_);
   }
   out.emplace_back("step", at::scalar_tensor(step_, at::kLong));
   return out;
@@ -120,6 +131,7 @@ void FlatOptimizer::LoadState(const models::NamedTensors& state) {
     load("exp_avg_sq", exp_avg_sq_);
   } else {
     load("square_avg", exp_avg_sq_);
+    if (options_.centered) load("grad_avg", exp_avg_);
   }
   auto it = by_name.find("step");
   if (it == by_name.end()) throw InvalidArgument("optimizer state: missing 'step'");

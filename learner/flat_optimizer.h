@@ -32,6 +32,11 @@ struct OptimizerOptions {
   double beta2 = 0.999;  // Adam
   double alpha = 0.99;   // RMSprop smoothing
   double eps = 1e-8;
+  // RMSprop: divide by the gradient's running standard deviation instead of
+  // its running root mean square (Graves 2013, eq. 38-40; the form the
+  // DQN papers and MinAtar's reference DQN use). Keeps a running mean of
+  // the gradient besides the square average.
+  bool centered = false;
   // Clip the gradient to this global L2 norm (over all ranks' shards), as
   // torch::nn::utils::clip_grad_norm_; 0 disables.
   double max_grad_norm = 0;
@@ -54,15 +59,16 @@ class FlatOptimizer {
   at::Tensor Step();
 
   int64_t step() const { return step_; }
-  // "exp_avg", "exp_avg_sq" (Adam) or "square_avg" (RMSprop), each the size
-  // of the flat shard, plus "step" (int64 scalar). For checkpoints.
+  // "exp_avg", "exp_avg_sq" (Adam) or "square_avg" (RMSprop; centered also
+  // "grad_avg"), each the size of the flat shard, plus "step" (int64
+  // scalar). For checkpoints.
   models::NamedTensors State() const;
   // Throws InvalidArgument on a missing name or a size mismatch.
   void LoadState(const models::NamedTensors& state);
   int64_t StateBytes() const;
   // Bytes of state per parameter element, relative to the parameter dtype.
-  static int StateTensorsPerParam(OptimizerKind kind) {
-    return kind == OptimizerKind::kAdam ? 2 : 1;
+  static int StateTensorsPerParam(const OptimizerOptions& options) {
+    return options.kind == OptimizerKind::kAdam || options.centered ? 2 : 1;
   }
 
   const OptimizerOptions& options() const { return options_; }
@@ -77,7 +83,7 @@ class FlatOptimizer {
   OptimizerOptions options_;
   at::Tensor params_;
   at::Tensor grads_;
-  at::Tensor exp_avg_;     // Adam first moment
+  at::Tensor exp_avg_;     // Adam first moment / centered RMSprop gradient average
   at::Tensor exp_avg_sq_;  // Adam second moment / RMSprop square average
   int64_t step_ = 0;
 };

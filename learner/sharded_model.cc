@@ -427,7 +427,7 @@ StateBytes ShardedModel::UnshardedStateBytes() const {
   b.params = bytes;
   if (options_.trainable) {
     b.grads = bytes;
-    b.optimizer = bytes * FlatOptimizer::StateTensorsPerParam(options_.optimizer.kind);
+    b.optimizer = bytes * FlatOptimizer::StateTensorsPerParam(options_.optimizer);
   }
   return b;
 }

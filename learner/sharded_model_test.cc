@@ -133,5 +133,47 @@ TEST(FlatOptimizerTest, StateRoundTripsForCheckpoints) {
   EXPECT_EQ(a.StateBytes(), 2 * 10 * 4);
 }
 
+// Centered RMSprop keeps the gradient's running mean beside the square
+// average: both travel in checkpoints, and an uncentered state (no
+// "grad_avg") is refused by name instead of restarting the mean at zero.
+TEST(FlatOptimizerTest, CenteredRmsPropStateRoundTripsAndNeedsItsGradientAverage) {
+  const OptimizerOptions centered{
+      .kind = OptimizerKind::kRmsProp, .lr = 0.1, .alpha = 0.95, .eps = 0.01, .centered = true};
+  at::Tensor p = at::rand({10}), g = at::rand({10});
+  const at::Tensor start = p.clone();
+  FlatOptimizer a(centered, p, g);
+  a.Step();
+  std::vector<std::string> names;
+  for (const auto& [name, t] : a.State()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"square_avg", "grad_avg", "step"}));
+  EXPECT_EQ(a.StateBytes(), 2 * 10 * 4);
+  at::Tensor p2 = p.clone(), g2 = g.clone();
+  FlatOptimizer b(centered, p2, g2);
+  b.LoadState(a.State());
+  a.Step();
+  b.Step();
+  EXPECT_TRUE(at::equal(p, p2));
+
+  OptimizerOptions plain = centered;
+  plain.centered = false;
+  at::Tensor p3 = p.clone(), g3 = g.clone();
+  FlatOptimizer uncentered(plain, p3, g3);
+  uncentered.Step();
+  EXPECT_EQ(uncentered.StateBytes(), 10 * 4);
+  try {
+    b.LoadState(uncentered.State());
+    ADD_FAILURE() << "an uncentered state loaded into centered RMSprop";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("'grad_avg'"), std::string::npos) << e.what();
+  }
+  // From the same start and gradient, a different step: centering divides
+  // by the spread, not the root mean square.
+  at::Tensor pc = start.clone(), pu = start.clone();
+  FlatOptimizer c1(centered, pc, g), u1(plain, pu, g);
+  c1.Step();
+  u1.Step();
+  EXPECT_FALSE(at::allclose(pc, pu));
+}
+
 }  // namespace
 }  // namespace rlswarm::learner

@@ -119,6 +119,7 @@ TEST_P(ShardedTrainingTest, GlobalNormClippingMatchesTorchClipGradNorm) {
 
 TEST_P(ShardedTrainingTest, MinAtarConvNetWithRmsPropMatchesPlain) {
   EXPECT_LT(Diff("minatar_full_shard_rmsprop_clipped"), 1e-10);
+  EXPECT_LT(Diff("minatar_full_shard_rmsprop_centered"), 1e-10);
   EXPECT_LT(Diff("minatar_shard_grad_op"), 1e-10);
 }
 

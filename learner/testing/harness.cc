@@ -159,6 +159,14 @@ std::vector<TrainCase> EquivalenceCases() {
     c.options.optimizer.kind = OptimizerKind::kRmsProp;
     c.options.optimizer.max_grad_norm = 0.5;
   });
+  // MinAtar's reference DQN optimizer: centered, alpha 0.95, eps 0.01.
+  add("minatar_full_shard_rmsprop_centered", [](TrainCase& c) {
+    c.model = "minatar";
+    c.options.optimizer.kind = OptimizerKind::kRmsProp;
+    c.options.optimizer.centered = true;
+    c.options.optimizer.alpha = 0.95;
+    c.options.optimizer.eps = 0.01;
+  });
   add("minatar_shard_grad_op", [](TrainCase& c) {
     c.model = "minatar";
     c.options.sharding.strategy = ShardingStrategy::kShardGradOp;
@@ -231,7 +239,7 @@ models::NamedTensors PlainTrain(const TrainCase& c) {
         leaves, torch::optim::AdamOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps));
   } else {
     opt = std::make_unique<torch::optim::RMSprop>(
-        leaves, torch::optim::RMSpropOptions(o.lr).alpha(o.alpha).eps(o.eps));
+        leaves, torch::optim::RMSpropOptions(o.lr).alpha(o.alpha).eps(o.eps).centered(o.centered));
   }
   for (int step = 0; step < kSteps; ++step) {
     auto [x, y] = GlobalBatch(spec, step);
