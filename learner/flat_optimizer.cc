@@ -23,6 +23,9 @@ void OptimizerOptions::Validate() const {
   }
   if (!(eps >= 0)) throw InvalidArgument("optimizer: eps must be >= 0");
   if (!(max_grad_norm >= 0)) throw InvalidArgument("optimizer: max_grad_norm must be >= 0");
+  if (centered && kind != OptimizerKind::kRmsProp) {
+    throw InvalidArgument("optimizer: centered is for rmsprop");
+  }
 }
 
 namespace {

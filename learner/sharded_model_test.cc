@@ -117,6 +117,7 @@ TEST(ShardingOptionsTest, RejectsWrappingThatDoesNotCoverTheModel) {
   EXPECT_THROW(ParseShardingStrategy("zero3"), InvalidArgument);
   EXPECT_EQ(ParseReduceScatterImpl("allreduce"), ReduceScatterImpl::kAllReduce);
   EXPECT_THROW(OptimizerOptions{.lr = 0}.Validate(), InvalidArgument);
+  EXPECT_THROW(OptimizerOptions{.centered = true}.Validate(), InvalidArgument);  // adam
 }
 
 TEST(FlatOptimizerTest, StateRoundTripsForCheckpoints) {
