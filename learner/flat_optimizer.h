@@ -42,7 +42,7 @@ struct OptimizerOptions {
   double max_grad_norm = 0;
 
   // Throws InvalidArgument on lr <= 0, betas/alpha outside [0, 1), eps < 0,
-  // max_grad_norm < 0.
+  // max_grad_norm < 0, centered with adam.
   void Validate() const;
 };
 
