@@ -9,11 +9,13 @@
 #                 "best_eval_mean_return", "final_eval_episodes",
 #                 "train_mean_return_last100", "return_at_1m_steps",
 #                 "time_to_solve_s", "env_steps", "updates", "wall_time_s",
-#                 "load_avg"}, ...],
+#                 "load_avg", "heldout_eval_mean_return",
+#                 "heldout_eval_std_error", "heldout_eval_episodes"}, ...],
 #    "games", "seeds"}
 #
 #   bench/minatar.sh [--seeds N] [--first-seed K] [--games "breakout asterix ..."]
-#                    [--binary PATH] [--keep DIR] [section.key=value ...]
+#                    [--heldout-episodes N] [--binary PATH] [--keep DIR]
+#                    [section.key=value ...]
 #
 # Keys that summary.json has are copied from it and mean what they mean there
 # (the greedy evaluations of the run, evaluate.seed fixed so every run is
@@ -26,7 +28,15 @@
 #       evaluation at or after 1 M env steps (null if the run made fewer);
 #   load_avg: the mean of the 1-minute load average sampled every 10 s while
 #       the run ran; the run itself adds ~1.3-2 (its learner, actors and
-#       evaluator on the 2 cores), more means other work shared the machine.
+#       evaluator on the 2 cores), more means other work shared the machine;
+#   heldout_eval_mean_return: the greedy mean return of the run's best policy
+#       (policies/best, the one of the best evaluation) over
+#       heldout_eval_episodes fresh episodes (`rlswarm evaluate --seed 1`;
+#       --heldout-episodes, default 1000, 0 skips it), with the standard
+#       error of that mean. best_eval_mean_return is the largest of ~16
+#       evaluations of 100 episodes each, so it leans high when the
+#       evaluations are noisy; the held-out score of the same policy does not;
+#       null where the run saved no best policy.
 # Seeds K .. K+N-1 run (--first-seed K, default 0; --seeds N). Seed s sets
 # actor.seed, model.seed and learner.seed to s and replay.seed to s + 1.
 # Each run's directory (summary, evaluations, episodes, scalars for
@@ -37,6 +47,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seeds=1
 first_seed=0
+heldout_episodes=1000
 games="breakout asterix freeway seaquest space_invaders"
 binary="${RLSWARM_BUILD_DIR:-$root/build}/rlswarm"
 keep=""
@@ -46,6 +57,7 @@ while [ $# -gt 0 ]; do
     --seeds) seeds="$2"; shift 2 ;;
     --first-seed) first_seed="$2"; shift 2 ;;
     --games) games="$2"; shift 2 ;;
+    --heldout-episodes) heldout_episodes="$2"; shift 2 ;;
     --binary) binary="$2"; shift 2 ;;
     --keep) keep="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -78,10 +90,18 @@ for game in $games; do
         echo "minatar.sh: $game seed $s failed; see $dir.stderr" >&2; trap - EXIT; exit 1; }
     kill "$sampler" 2>/dev/null || true
     wait "$sampler" 2>/dev/null || true
-    python3 - "$dir" "$s" "$loads" >>"$results" <<'PY'
-import glob, json, sys
+    heldout="$dir.heldout.json"
+    rm -f "$heldout"
+    if [ "$heldout_episodes" -gt 0 ] && [ -d "$dir/policies/best" ]; then
+      "$binary" evaluate --config "$dir/config.yaml" --checkpoint "$dir/policies/best" \
+        --episodes "$heldout_episodes" --seed 1 --json 2>>"$dir.stderr" | tail -n 1 >"$heldout" || {
+          echo "minatar.sh: evaluating $dir/policies/best failed; see $dir.stderr" >&2; trap - EXIT; exit 1; }
+    fi
+    python3 - "$dir" "$s" "$loads" "$heldout" >>"$results" <<'PY'
+import glob, json, math, os, sys
 
-run, seed, loads = sys.argv[1:4]
+run, seed, loads, heldout_path = sys.argv[1:5]
+heldout = json.load(open(heldout_path)) if os.path.exists(heldout_path) else None
 summary = json.load(open(f"{run}/summary.json"))
 evals = [json.loads(line) for line in open(f"{run}/evaluations.jsonl") if line.strip()]
 episodes = []
@@ -121,6 +141,10 @@ print(json.dumps({
     "updates": summary["updates"],
     "wall_time_s": summary["wall_time_s"],
     "load_avg": round(sum(load) / len(load), 2) if load else None,
+    "heldout_eval_mean_return": heldout["mean_return"] if heldout else None,
+    "heldout_eval_std_error": round(heldout["std_return"] / math.sqrt(heldout["episodes"]), 3)
+                              if heldout else None,
+    "heldout_eval_episodes": heldout["episodes"] if heldout else None,
 }))
 PY
   done
