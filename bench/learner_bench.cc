@@ -6,6 +6,7 @@
 //                 [--backend auto|gloo|nccl] [--param-dtype D] [--reduce-dtype D]
 //                 [--prefetch-depths 2] [--threads 1] [--large] [--isolate]
 //                 [--activation-checkpointing] [--trace FILE]
+//                 [--dqn-update] [--checkpoint]
 //
 // One update = zero grad, forward, MSE against random targets, backward,
 // optimizer step (Adam, lr 1e-3) on a fixed random global batch. Plain:
@@ -54,6 +55,13 @@
 // first --batches entry, --reps saves: {"results": [{"case": "checkpoint",
 // "model", "batch", "params", "world_size", "sync_save_s",
 // "async_stall_s", "async_total_s"}...]}.
+// --dqn-update [--configs-dir D]: only the dqn_update case
+// (bench/dqn_update_case.h): the learner's whole DQN update at world 1
+// against the plain LibTorch update of the same network, for
+// configs/cartpole.yaml at batch 128 and configs/minatar_breakout.yaml at
+// 64 and 512: {"results": [{"case": "dqn_update", "config", "model",
+// "batch", "updates_per_sec", "plain_updates_per_sec",
+// "time_ratio_to_plain", ...}...]}.
 // --prefetch-depths: full_shard and shard_grad_op run once per depth
 // (forward = backward prefetch = depth); the other variants at the library
 // default (2), where prefetch either does not apply or there is one unit.
@@ -77,6 +85,7 @@
 #include <vector>
 
 #include "bench/checkpoint_case.h"
+#include "bench/dqn_update_case.h"
 #include "common/testing/child_process.h"
 #include "learner/device_plan.h"
 #include "learner/memory_peak.h"
@@ -700,6 +709,12 @@ int main(int argc, char** argv) {
   std::string checkpoint_dir = "/tmp";
   app.add_flag("--checkpoint", checkpoint, "Only the checkpoint case: sync save vs async stall");
   app.add_option("--checkpoint-dir", checkpoint_dir, "Where the checkpoint case writes");
+  bool dqn_update = false;
+  std::string configs_dir = RLSWARM_CONFIGS_DIR;
+  app.add_flag("--dqn-update", dqn_update,
+               "Only the dqn_update case: the learner's whole DQN update (world 1) vs the plain "
+               "LibTorch update, for CartPole's MLP at batch 128 and MinAtar's net at 64 and 512");
+  app.add_option("--configs-dir", configs_dir, "Where the dqn_update case finds configs/");
   app.add_flag("--worker", worker, "Internal: run as one rank");
   app.add_option("--rank", rank, "Internal");
   app.add_option("--world", world, "Internal");
@@ -774,6 +789,20 @@ int main(int argc, char** argv) {
     comm->set_collect_device_timings(g_device.is_cuda());
     json rows = RunAll(cfg, comm);
     if (rank == 0) std::ofstream(out) << rows.dump();
+    return 0;
+  }
+
+  if (dqn_update) {  // bench/dqn_update_case.h
+    const std::vector<std::pair<std::string, int64_t>> cases = {
+        {"cartpole.yaml", 128}, {"minatar_breakout.yaml", 64}, {"minatar_breakout.yaml", 512}};
+    json rows = json::array();
+    for (const auto& [file, batch] : cases) {
+      rows.push_back(rlswarm::bench::MeasureDqnUpdate(configs_dir + "/" + file, batch,
+                                                      {cfg.seconds, cfg.reps, cfg.device}));
+      if (!json_out) std::cout << rows.back().dump() << "\n";
+    }
+    if (json_out)
+      std::cout << json{{"results", rows}, {"torch", lrn::TorchBuildDescription()}}.dump(1) << "\n";
     return 0;
   }
 

@@ -202,6 +202,20 @@ bool ApeXLearner::Update(bool stop_requested) {
   pending_.reset();
   sum_sample_s_ += Seconds(Clock::now() - t0);
   if (options_.replay_prefetch) prefetched_ = feed_->Prefetch(local_batch_, DrawSeed(updates_ + 2));
+  FinishUpdate(std::move(batch), t0, writing);
+  return true;
+}
+
+bool ApeXLearner::UpdateOn(StagedBatch batch, bool stop_requested) {
+  const auto t0 = Clock::now();
+  const bool writing = checkpointer_ && checkpointer_->in_flight();
+  stop_agreed_ = false;
+  if (!AgreeToTrain(true, stop_requested)) return false;
+  FinishUpdate(std::move(batch), t0, writing);
+  return true;
+}
+
+void ApeXLearner::FinishUpdate(StagedBatch batch, Clock::time_point t0, bool writing) {
   for (int64_t v : batch.host.policy_versions) {
     if (v > 0) {
       sum_staleness_ += static_cast<double>(updates_ - v);
@@ -219,7 +233,7 @@ bool ApeXLearner::Update(bool stop_requested) {
     spdlog::warn(
         "rank {}: update {} {}; its priorities are not sent", comm_->rank(), updates_ + 1,
         skipped ? "skipped: non-finite gradient on some rank" : "gave non-finite priorities");
-  } else if (options_.update_priorities) {
+  } else if (options_.update_priorities && feed_) {
     feed_->SendPriorities(std::move(batch.host.keys), std::move(priorities));
   }
   ++updates_;
@@ -239,7 +253,6 @@ bool ApeXLearner::Update(bool stop_requested) {
     LogFinishedCheckpoint();
   }
   MaybeLog();
-  return true;
 }
 
 uint64_t ApeXLearner::DrawSeed(int64_t update) const {

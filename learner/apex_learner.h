@@ -122,6 +122,12 @@ class ApeXLearner {
   // (ReplaySampler::Sample's draw_seed): a resumed run draws from the same
   // replay contents what the uninterrupted one would have.
   bool Update(bool stop_requested = false);
+  // Update() on a batch this rank already holds (learner_bench times the
+  // learner's whole update with it, replay left out): the agreement, train,
+  // priorities (sent when a sampler exists), target, publish, checkpoint and
+  // metrics. Returns false, having trained nothing, when some rank passed
+  // `stop_requested`. Collective: every rank calls it with its own batch.
+  bool UpdateOn(StagedBatch batch, bool stop_requested = false);
   // Whether the last Update() returned false because some rank asked to stop.
   bool stop_agreed() const { return stop_agreed_; }
 
@@ -176,6 +182,10 @@ class ApeXLearner {
   // The readiness agreement of Update(): every rank has a batch and none
   // asked to stop. Sets stop_agreed_.
   bool AgreeToTrain(bool have_batch, bool stop_requested);
+  // What Update() does once the ranks agreed to train on `batch`: train,
+  // priorities, target, publish, checkpoint, metrics. `t0`: when the update
+  // began; `writing`: whether an asynchronous save was in flight then.
+  void FinishUpdate(StagedBatch batch, std::chrono::steady_clock::time_point t0, bool writing);
 
   // The root of checkpointed network `m` under checkpoint_dir.
   std::string CheckpointRoot(const CheckpointedModel& m) const;
