@@ -27,6 +27,7 @@ struct LaunchSection {
   std::optional<double> episode_return_bound;
   double eval_timeout_s = 60;
   double final_eval_timeout_s = 120;
+  std::int64_t heldout_eval_episodes = 100;
   double progress_interval_s = 1;
   double restart_backoff_s = 0.2;
   double restart_backoff_max_s = 5;
@@ -70,6 +71,11 @@ struct LaunchSection {
             Bounds{0.001, 1e9});
     v.Field("final_eval_timeout_s", final_eval_timeout_s,
             "bound on the evaluation of the final weights at the end of an unsolved run",
+            Bounds{0, 1e9});
+    v.Field("heldout_eval_episodes", heldout_eval_episodes,
+            "at the end of a run, the best policy (policies/best) is judged on this many "
+            "held-out episodes (seeds of evaluate.seed + 1, which no periodic evaluation "
+            "uses; every episode run, bounded by final_eval_timeout_s); 0 = none",
             Bounds{0, 1e9});
     v.Field("progress_interval_s", progress_interval_s,
             "seconds between progress lines and scalar records", Bounds{0.01, 1e9});

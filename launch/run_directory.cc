@@ -49,7 +49,13 @@ nlohmann::json RunSummary::ToJson() const {
           {"evaluations", evaluations},
           {"best_eval_mean_return", OrNull(best_eval_mean_return)},
           {"resumes", resumes},
-          {"restarts", restarts}};
+          {"restarts", restarts},
+          {"learning_start_s", OrNull(Millis(learning_start_s))},
+          {"eval_seconds", Millis(eval_seconds)},
+          {"heldout_eval_mean_return", OrNull(heldout_eval_mean_return)},
+          {"heldout_eval_std_error", OrNull(heldout_eval_std_error)},
+          {"heldout_eval_episodes", heldout_eval_episodes},
+          {"heldout_eval_version", OrNull(heldout_eval_version)}};
 }
 
 RunSummary RunSummary::FromJson(const nlohmann::json& j) {
@@ -68,6 +74,12 @@ RunSummary RunSummary::FromJson(const nlohmann::json& j) {
   GetIf(j, "best_eval_mean_return", s.best_eval_mean_return);
   GetIf(j, "resumes", s.resumes);
   GetIf(j, "restarts", s.restarts);
+  GetIf(j, "learning_start_s", s.learning_start_s);
+  GetIf(j, "eval_seconds", s.eval_seconds);
+  GetIf(j, "heldout_eval_mean_return", s.heldout_eval_mean_return);
+  GetIf(j, "heldout_eval_std_error", s.heldout_eval_std_error);
+  GetIf(j, "heldout_eval_episodes", s.heldout_eval_episodes);
+  GetIf(j, "heldout_eval_version", s.heldout_eval_version);
   return s;
 }
 

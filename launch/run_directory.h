@@ -46,6 +46,22 @@ struct RunSummary {
   std::optional<double> best_eval_mean_return;
   std::int64_t resumes = 0;
   std::int64_t restarts = 0;  // processes mode: processes restarted
+  // Where the time went. learning_start_s: when the learner's first
+  // published weights reached the launcher (publish_interval updates into
+  // learning), or a progress sample first showed an update, whichever came
+  // first (of the first run of a resumed directory). eval_seconds: the
+  // evaluator's busy time, which competes with training for the cores.
+  std::optional<double> learning_start_s;
+  double eval_seconds = 0;
+  // The best policy (policies/best) judged at the end of the run on
+  // launch.heldout_eval_episodes episodes that no periodic evaluation saw:
+  // the periodic evaluations all run the same fixed-seed episodes, so the
+  // one that first crossed the target leans high. Empty without a best
+  // policy or with heldout_eval_episodes 0.
+  std::optional<double> heldout_eval_mean_return;
+  std::optional<double> heldout_eval_std_error;
+  std::int64_t heldout_eval_episodes = 0;
+  std::optional<std::int64_t> heldout_eval_version;  // the best policy's weights version
 
   nlohmann::json ToJson() const;
   // Reads what ToJson wrote; missing keys keep their defaults.

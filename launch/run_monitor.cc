@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -70,6 +71,7 @@ void RunMonitor::EvaluatorLoop() {
     std::optional<rpc::VersionedBlob> blob =
         weights_.WaitNewer(evaluated, std::chrono::milliseconds(100));
     if (!blob) continue;
+    if (blob->version > 0) NoteLearning(Elapsed());
     next_allowed = std::chrono::steady_clock::now() + interval;
     const std::int64_t env_steps = progress_().env_steps;
     evaluate::Evaluation e;
@@ -91,10 +93,14 @@ void RunMonitor::Record(const evaluate::Evaluation& e, std::int64_t env_steps, d
   {
     std::lock_guard lock(mu_);
     ++evaluations_;
+    eval_seconds_ += e.seconds;
     if (e.complete) {
       last_complete_ = e;
       new_best = !best_ || e.mean_return > *best_;
-      if (new_best) best_ = e.mean_return;
+      if (new_best) {
+        best_ = e.mean_return;
+        best_version_ = e.version;
+      }
     }
     if (e.reached_target && !solved_) {
       solved_ = true;
@@ -178,6 +184,7 @@ std::optional<std::string> RunMonitor::Tick() {
     std::lock_guard lock(mu_);
     last_progress_ = p;
   }
+  if (p.updates > 0) NoteLearning(now);
   scalars_.Write("actors/env_steps_per_sec", p.env_steps, steps_per_sec_);
   scalars_.Write("learner/updates_per_sec", p.env_steps, updates_per_sec_);
   scalars_.Write("learner/updates", p.env_steps, static_cast<double>(p.updates));
@@ -206,6 +213,11 @@ std::optional<std::string> RunMonitor::Tick() {
   if (l.max_env_steps > 0 && p.env_steps >= l.max_env_steps) return "max_env_steps";
   if (l.max_wall_time_s > 0 && now >= l.max_wall_time_s) return "max_wall_time";
   return std::nullopt;
+}
+
+void RunMonitor::NoteLearning(double elapsed) {
+  std::lock_guard lock(mu_);
+  if (!learning_start_s_ || elapsed < *learning_start_s_) learning_start_s_ = elapsed;
 }
 
 void RunMonitor::PrintProgress(const RunProgress& p, double elapsed, bool final_line) {
@@ -346,8 +358,12 @@ RunSummary RunMonitor::Finish(const std::string& stop_reason,
     s.final_eval_mean_return = final_eval->mean_return;
     s.final_eval_episodes = final_eval->episodes;
   }
+  HeldOutEvaluation(s);
   std::lock_guard lock(mu_);
   s.evaluations = options_.earlier.evaluations + evaluations_;
+  s.eval_seconds = options_.earlier.eval_seconds + eval_seconds_;
+  s.learning_start_s =
+      options_.earlier.learning_start_s ? options_.earlier.learning_start_s : learning_start_s_;
   s.best_eval_mean_return = best_;
   if (options_.earlier.best_eval_mean_return &&
       (!s.best_eval_mean_return ||
@@ -364,6 +380,42 @@ RunSummary RunMonitor::Finish(const std::string& stop_reason,
     s.env_steps_to_solve = solve_env_steps_;
   }
   return s;
+}
+
+void RunMonitor::HeldOutEvaluation(RunSummary& s) {
+  const std::int64_t episodes = options_.launch.heldout_eval_episodes;
+  if (episodes <= 0 || !std::filesystem::exists(run_.best_policy())) return;
+  std::vector<Payload> weights;
+  try {
+    weights = evaluate::CheckpointWeights(run_.best_policy().string());
+  } catch (const Error& error) {
+    spdlog::error("cannot read the best policy for the held-out evaluation: {}", error.what());
+    return;
+  }
+  // Every episode runs (no early stop against the target): the figure is
+  // an estimate of the policy's return, not a pass/fail.
+  evaluate::PolicyEvaluatorOptions o = options_.evaluator;
+  o.seed = options_.evaluator.seed + 1;
+  o.episodes = episodes;
+  o.target_return.reset();
+  o.episode_return_bound.reset();
+  o.time_limit_s = options_.launch.final_eval_timeout_s;
+  std::uint64_t version = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (best_version_) version = *best_version_;
+  }
+  evaluate::PolicyEvaluator evaluator(o, options_.networks);
+  const evaluate::Evaluation e = evaluator.Evaluate(weights, version);
+  s.heldout_eval_episodes = e.episodes;
+  if (e.episodes == 0) return;
+  s.heldout_eval_mean_return = e.mean_return;
+  s.heldout_eval_std_error = e.std_return / std::sqrt(static_cast<double>(e.episodes));
+  if (version > 0) s.heldout_eval_version = static_cast<std::int64_t>(version);
+  spdlog::info("best policy{} on {} held-out episodes: mean return {:.2f} +- {:.2f}{}",
+               version > 0 ? fmt::format(" (v{})", version) : std::string(), e.episodes,
+               e.mean_return, *s.heldout_eval_std_error,
+               e.complete ? "" : fmt::format(" (stopped after {:.0f} s)", e.seconds));
 }
 
 std::unique_ptr<observe::MetricsHttpServer> StartMetricsEndpoint(

@@ -119,6 +119,12 @@ class RunMonitor {
   void Record(const evaluate::Evaluation& e, std::int64_t env_steps, double elapsed,
               const std::vector<Payload>* weights);
   void PrintProgress(const RunProgress& p, double elapsed, bool final_line);
+  // Judges policies/best on launch.heldout_eval_episodes episodes of seed
+  // evaluate.seed + 1 into `s` (RunSummary::heldout_eval_*). Blocks for
+  // the evaluation, at most launch.final_eval_timeout_s.
+  void HeldOutEvaluation(RunSummary& s);
+  // Notes the first sign that the learner updates (RunSummary::learning_start_s).
+  void NoteLearning(double elapsed);
 
   const RunMonitorOptions options_;
   const RunDirectory& run_;
@@ -139,7 +145,10 @@ class RunMonitor {
   std::optional<std::int64_t> solve_env_steps_;
   std::optional<evaluate::Evaluation> last_complete_;
   std::optional<double> best_;
+  std::optional<std::uint64_t> best_version_;  // of best_ (this run's)
   std::int64_t evaluations_ = 0;
+  double eval_seconds_ = 0;                 // the evaluations' own time, summed
+  std::optional<double> learning_start_s_;  // see RunSummary::learning_start_s
   RunProgress last_progress_;
 
   double last_tick_ = -1;
