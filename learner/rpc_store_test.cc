@@ -5,7 +5,12 @@
 
 #include "learner/rpc_store.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -177,6 +182,30 @@ TEST(RpcStoreTest, ListensOnlyOnTheAddressItIsGiven) {
   EXPECT_THROW(StoreServer{taken}, Unavailable);
 }
 
+// A plain TCP listener on 127.0.0.1:`port` that accepts one connection within
+// `timeout`: proof that a client is already trying to reach that port.
+bool AcceptsAConnection(uint16_t port, std::chrono::milliseconds timeout) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool accepted = false;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      ::listen(fd, 1) == 0) {
+    pollfd waiting{fd, POLLIN, 0};
+    if (::poll(&waiting, 1, static_cast<int>(timeout.count())) == 1) {
+      const int peer = ::accept(fd, nullptr, nullptr);
+      accepted = peer >= 0;
+      if (peer >= 0) ::close(peer);
+    }
+  }
+  ::close(fd);
+  return accepted;
+}
+
 TEST(RpcStoreTest, AClientThatStartsBeforeItsServerGetsItsAnswer) {
   uint16_t port = 0;
   {
@@ -186,7 +215,10 @@ TEST(RpcStoreTest, AClientThatStartsBeforeItsServerGetsItsAnswer) {
   auto store =
       c10::make_intrusive<RpcStore>(RpcStoreOptions{StoreEndpoint("127.0.0.1", port), 5000ms, {}});
   auto value = std::async(std::launch::async, [&] { return S(store->get("k")); });
-  std::this_thread::sleep_for(300ms);
+  // The client's connection reaches a listener that is not the server, and
+  // is dropped: the client is first, and keeps retrying.
+  ASSERT_TRUE(AcceptsAConnection(port, 3000ms));
+  EXPECT_EQ(value.wait_for(0ms), std::future_status::timeout);
   StoreServerOptions same_port;
   same_port.port = port;
   StoreServer server(same_port);

@@ -143,6 +143,40 @@ TEST_P(ShardedTrainingTest, Bf16GradientReductionStaysCloseToFloat64WhereGlooSum
 #endif
 }
 
+// bf16 compute rounds every product to 8 significant bits, so after kSteps
+// a bf16 run sits about as far from the float64 reference as a run that
+// never reduces its gradients (the negative control): a tolerance against
+// float64 cannot tell them apart. The reference for bf16 is bf16: the same
+// case trained by one rank, where nothing is reduced; a world-N run differs
+// from it only in how the ranks' partial gradients were summed, while
+// skipping the reduction leaves each rank's shard trained on its own rows.
+constexpr double kBf16Tolerance = 2e-3;
+
+double Bf16DiffFromOneRank(int world_size, const std::string& name, const std::string& reference) {
+  const std::vector<double> run = th::ReadDoubles(EquivalenceDir(world_size) + "/" + name + ".bin");
+  const std::vector<double> one_rank =
+      th::ReadDoubles(EquivalenceDir(1) + "/" + reference + ".bin");
+  return MaxAbsDiff(run, one_rank);
+}
+
+TEST_P(ShardedTrainingTest, Bf16ComputeMatchesItsOneRankRunWhereSkippingTheReductionDoesNot) {
+  const double bf16 = Bf16DiffFromOneRank(GetParam(), "mixed_bf16_compute_f32_master",
+                                          "mixed_bf16_compute_f32_master");
+  const double control = Bf16DiffFromOneRank(GetParam(), "negative_control_bf16_no_reduction",
+                                             "mixed_bf16_compute_f32_master");
+  RecordProperty("bf16_vs_one_rank", std::to_string(bf16));
+  RecordProperty("bf16_control_vs_one_rank", std::to_string(control));
+  EXPECT_LT(bf16, kBf16Tolerance);
+  // The control fails the same check by a wide margin.
+  EXPECT_GT(control, 10 * kBf16Tolerance);
+#if TORCH_VERSION_MAJOR >= 2
+  const double bf16_reduce = Bf16DiffFromOneRank(GetParam(), "mixed_bf16_compute_bf16_reduce",
+                                                 "mixed_bf16_compute_bf16_reduce");
+  RecordProperty("bf16_reduce_vs_one_rank", std::to_string(bf16_reduce));
+  EXPECT_LT(bf16_reduce, kBf16Tolerance);
+#endif
+}
+
 TEST_P(ShardedTrainingTest, NegativeControlWithoutGradientReductionFailsTheCheck) {
   EXPECT_GT(Diff("negative_control_no_reduction"), 1e-3);
 }

@@ -17,6 +17,7 @@
 #include <functional>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -125,10 +126,17 @@ TEST_F(LaunchTest, EmbeddedCartPoleIsSolvedAndTheRunDirectoryHoldsEverything) {
   EXPECT_TRUE(fs::exists(run / "checkpoints" / "replay" / "shard-0"));
 
   // The best evaluated weights were saved, and `rlswarm evaluate` scores
-  // them exactly as the run's evaluator did (same seeds, greedy).
+  // them exactly as the run's evaluator did (same seeds, greedy, and the
+  // same number of parallel envs: a batch of another size can round a
+  // near-tie of two Q-values the other way and end one episode a step
+  // apart).
+  std::smatch eval_num_envs;
+  const std::string resolved = ReadText(run / "config.yaml");
+  ASSERT_TRUE(std::regex_search(resolved, eval_num_envs, std::regex("eval_num_envs: *([0-9]+)")));
   auto evaluate = std::make_unique<ChildProcess>(
       std::vector<std::string>{RLSWARM_BINARY, "evaluate", "--config", CartPole(), "--checkpoint",
-                               (run / "policies" / "best").string(), "--episodes", "100", "--json"},
+                               (run / "policies" / "best").string(), "--episodes", "100", "--json",
+                               "--num-envs", eval_num_envs[1].str()},
       dir_ + "/evaluate.log");
   ASSERT_EQ(evaluate->Wait(120s), 0) << evaluate->Log();
   const std::string out = evaluate->Log();

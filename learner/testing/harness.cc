@@ -194,6 +194,13 @@ std::vector<TrainCase> EquivalenceCases() {
     c.options.sharding.reduce_gradients = false;
     c.tolerance = -1;
   });
+  // The bf16 cases' own negative control: bf16 compute, gradients never
+  // reduced (sharded_training_test.cc compares both with the world-1 run).
+  add("negative_control_bf16_no_reduction", [](TrainCase& c) {
+    c.options.sharding.mixed_precision = {at::kBFloat16, at::kFloat, at::kFloat};
+    c.options.sharding.reduce_gradients = false;
+    c.tolerance = -1;
+  });
   return cases;
 }
 
