@@ -9,6 +9,10 @@
 # (the CUDA 13 toolkit with NCCL must be installed: /usr/local/cuda). The
 # CUDA code compiles and links on a machine without a GPU; every CPU test
 # runs against that build.
+# --target NAME (repeatable) builds only those targets (and what they need),
+# e.g. scripts/quickstart.sh's `--target rlswarm`; default: everything.
+# RLSWARM_BUILD_TESTS / RLSWARM_BUILD_BENCH (ON unless set) say whether the
+# tests and benchmarks are configured at all.
 # Other arguments go to cmake's configure step, e.g.
 #   scripts/build.sh -DRLSWARM_SANITIZE=address
 set -euo pipefail
@@ -16,6 +20,15 @@ cd "$(dirname "$0")/.."
 . scripts/torch_flavour.sh
 rlswarm_take_torch_flag "$@"
 build_dir=$(rlswarm_build_dir)
+targets=()
+configure_args=()
+for ((i = 0; i < ${#RLSWARM_ARGS[@]}; i++)); do
+  case "${RLSWARM_ARGS[i]}" in
+    --target) targets+=(--target "${RLSWARM_ARGS[i + 1]}"); i=$((i + 1)) ;;
+    --target=*) targets+=(--target "${RLSWARM_ARGS[i]#--target=}") ;;
+    *) configure_args+=("${RLSWARM_ARGS[i]}") ;;
+  esac
+done
 
 . scripts/ccache_env.sh
 
@@ -39,5 +52,6 @@ if [ "$RLSWARM_TORCH" = pypi ]; then
 fi
 
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${RLSWARM_BUILD_TYPE:-Release} \
-  "${flavour_args[@]}" "${RLSWARM_ARGS[@]}"
-cmake --build "$build_dir" -j "$(nproc)"
+  -DRLSWARM_BUILD_TESTS=${RLSWARM_BUILD_TESTS:-ON} -DRLSWARM_BUILD_BENCH=${RLSWARM_BUILD_BENCH:-ON} \
+  "${flavour_args[@]}" "${configure_args[@]}"
+cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
