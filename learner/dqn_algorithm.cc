@@ -64,14 +64,16 @@ AlgorithmStep DqnAlgorithm::Train(const StagedBatch& batch, int64_t /*update*/) 
   // One device-to-host copy for what the host needs of this update (the
   // priorities for replay, the loss and mean |TD| for the metrics): the one
   // synchronisation an update needs on CUDA; free on the CPU.
+  // Mean |TD| is summed on the host from the priorities (|TD| + epsilon).
   at::NoGradGuard no_grad;
-  const at::Tensor summary = at::cat({result.priorities.to(at::kDouble).reshape(-1),
-                                      result.loss.detach().to(at::kDouble).reshape(1),
-                                      result.td_error.abs().mean().to(at::kDouble).reshape(1)})
-                                 .cpu();
+  const at::Tensor summary =
+      at::cat({result.priorities, result.loss.detach().to(at::kDouble).reshape(1)}).cpu();
   const double* p = summary.data_ptr<double>();
-  const int64_t n = summary.numel() - 2;
-  return {std::vector<double>(p, p + n), p[n], p[n + 1]};
+  const int64_t n = summary.numel() - 1;
+  double abs_td = 0;
+  for (int64_t i = 0; i < n; ++i) abs_td += p[i];
+  abs_td = n > 0 ? abs_td / static_cast<double>(n) - options_.loss.priority_epsilon : 0;
+  return {std::vector<double>(p, p + n), p[n], abs_td};
 }
 
 void DqnAlgorithm::AfterUpdate(int64_t update) {
