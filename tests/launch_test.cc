@@ -69,6 +69,22 @@ class LaunchTest : public ::testing::Test {
   const std::string dir_ = temp_.path();
 };
 
+// A solved run's final_eval is the evaluation that first crossed the
+// target, chosen among many on the same fixed-seed episodes, so asserting on
+// it checks little. The best policy's score on held-out episodes
+// (summary.json's heldout_eval_*) is the figure that can fail. Bars: far
+// above a random policy (CartPole ~22, Pendulum ~-1200) and below what solved
+// runs score held out (CartPole 499.9-500 over 6 runs; Pendulum see
+// bench/README.md), with room for an unlucky seed under load.
+constexpr double kCartPoleHeldOutBar = 400;
+constexpr double kPendulumHeldOutBar = -400;
+
+void ExpectHeldOutAtLeast(const Json& summary, double bar) {
+  EXPECT_EQ(summary["heldout_eval_episodes"], 100) << summary.dump(2);
+  ASSERT_TRUE(summary["heldout_eval_mean_return"].is_number()) << summary.dump(2);
+  EXPECT_GE(summary["heldout_eval_mean_return"].get<double>(), bar) << summary.dump(2);
+}
+
 TEST_F(LaunchTest, EmbeddedCartPoleIsSolvedAndTheRunDirectoryHoldsEverything) {
   const fs::path run = fs::path(dir_) / "run";
   auto launch = Launch({CartPole(), "--run-dir", run.string(), "launch.max_wall_time_s=240",
@@ -89,6 +105,7 @@ TEST_F(LaunchTest, EmbeddedCartPoleIsSolvedAndTheRunDirectoryHoldsEverything) {
   EXPECT_EQ(summary["mode"], "embedded");
   EXPECT_GE(summary["final_eval_mean_return"].get<double>(), 475.0);
   EXPECT_EQ(summary["final_eval_episodes"], 100);
+  ExpectHeldOutAtLeast(summary, kCartPoleHeldOutBar);
   EXPECT_GT(summary["updates"].get<std::int64_t>(), 0);
   EXPECT_GE(summary["env_steps"].get<std::int64_t>(),
             summary["env_steps_to_solve"].get<std::int64_t>());
@@ -174,6 +191,7 @@ TEST_F(LaunchTest, PendulumWithTd3IsSolvedAndItsPoliciesEvaluateAndDraw) {
     ASSERT_TRUE(summary["solved"].get<bool>()) << summary.dump(2) << launch->Log();
     EXPECT_GE(summary["final_eval_mean_return"].get<double>(), -200.0);
     EXPECT_EQ(summary["final_eval_episodes"], 100);
+    ExpectHeldOutAtLeast(summary, kPendulumHeldOutBar);
     EXPECT_TRUE(fs::is_directory(run / "checkpoints" / "learner" / "actor"));
     EXPECT_TRUE(fs::is_directory(run / "checkpoints" / "learner" / "critic"));
     if (mode != "embedded") continue;
@@ -344,6 +362,7 @@ TEST_F(LaunchTest, ProcessesModeSurvivesKillNineOfEveryRoleAndGarbageAndStillSol
   EXPECT_TRUE(summary["solved"].get<bool>()) << summary.dump(2);
   EXPECT_GE(summary["restarts"].get<int>(), 3);
   EXPECT_GE(summary["final_eval_mean_return"].get<double>(), 475.0);
+  ExpectHeldOutAtLeast(summary, kCartPoleHeldOutBar);
   std::ifstream log(run / "logs" / "learner-0.log");
   const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("resumed from"), std::string::npos) << text.substr(0, 4000);
@@ -437,7 +456,13 @@ TEST_F(LaunchTest, LargeMinAtarConfigTrainsFullyShardedForAMinuteAndItsCheckpoin
   const std::string out = evaluate->Log();
   const Json evaluation = Json::parse(out.substr(out.rfind("{\"")));
   EXPECT_EQ(evaluation["episodes"], 2) << out;
-  EXPECT_GE(evaluation["mean_return"].get<double>(), 0.0) << out;
+  // No return is asserted: a minute of this 2-rank, 2-core run is ~300
+  // updates of a net that needs thousands before it beats a random policy
+  // (greedy 0.0 against random's 0.445 over 200 episodes, measured), and any
+  // bar a random policy misses would fail. That a 2-rank full_shard learner
+  // learns is checked where it can be within a test's budget: CartPole
+  // solved from its checkpoints under torchrun and across network
+  // namespaces (tests/torchrun_test.sh, tests/netns_hosts_test.sh).
 }
 
 // A run directory on a 256 KiB tmpfs: the checkpoints fill it within
