@@ -6,14 +6,14 @@
 # MASTER_ADDR, so rank 0's node comes from the step's node list) and two
 # actors, each an `srun --overlap` step. The job must end cleanly at
 # learner.max_updates with both ranks' checkpoints written, and the greedy
-# policy must have learned: the best of the twenty checkpoints kept (every
-# 500 updates, 2500 to 12000) averages at least 80 over 100 episodes (random
-# is ~22, solved is 475). The job stops at a fixed update count, not at a
-# target, and one DQN checkpoint's greedy return swings from one to the next
-# (500 at 11500 updates then 24.7 at 12000 in one run; 41.8 at 10000 once on
-# a slow CI machine whose training return was 93): one checkpoint alone makes
-# the test a coin toss. `rlswarm launch` judges the same way: the first of
-# its frequent evaluations to reach the target ends the run.
+# policy must have solved CartPole: the best of the twenty checkpoints kept
+# (every 500 updates, 2500 to 12000) averages at least 475 over 100 episodes
+# (random is ~22), as `rlswarm launch` on the same config does within this
+# budget (median ~4.5k updates). The job stops at a fixed update count, not
+# at a target, and one DQN checkpoint's greedy return can swing from one to
+# the next, so one checkpoint alone would make the test a coin toss; with the
+# actors' exploration set as below, a run here had every checkpoint from
+# 3000 updates on at 484 or more.
 #
 #   tests/slurm_test.sh RLSWARM_BINARY SOURCE_DIR
 #
@@ -77,10 +77,15 @@ for _ in range(100):
 
 start=$SECONDS
 status=0
+# Each actor anneals epsilon over its own env steps: with two actors, half
+# of the config's 10k each keeps the schedule per env step of the run what
+# `rlswarm launch` (one actor) has. With 10k each, most of the 12000 updates
+# learn from near-random play (a run here: best checkpoint 166).
 RLSWARM_BINARY=$bin RLSWARM_PORT_BASE=$base RLSWARM_ACTORS=2 \
   sbatch --wait --ntasks 2 --time 10 --output "$work/job.out" --chdir "$work" \
   "$src/scripts/slurm/rlswarm.sbatch" "$src/configs/cartpole.yaml" "$work/run" \
   learner.strategy=full_shard learner.max_updates=12000 learner.checkpoint_interval=500 learner.keep_checkpoints=20 \
+  actor.epsilon_anneal_steps=5000 \
   || status=$?
 echo "job ended after $((SECONDS - start)) s (exit $status)"
 cat "$work/job.out"
@@ -116,7 +121,7 @@ for ((u = 2500; u <= 12000; u += 500)); do
   best=$(awk -v a="$best" -v b="${m:-0}" 'BEGIN {print (b > a) ? b : a}')
 done
 echo "best of the twenty checkpoints: $best"
-awk -v m="$best" 'BEGIN {exit !(m >= 80)}' || {
+awk -v m="$best" 'BEGIN {exit !(m >= 475)}' || {
   echo "the policy trained under Slurm did not learn"
   exit 1
 }
