@@ -38,14 +38,14 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--buffer-size", type=int, default=50_000)
     p.add_argument("--gamma", type=float, default=0.99)
-    p.add_argument("--target-update-steps", type=int, default=500, help="updates between syncs")
+    p.add_argument("--tau", type=float, default=0.005, help="target update rate, per update")
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--start-e", type=float, default=1.0)
     p.add_argument("--end-e", type=float, default=0.05)
-    p.add_argument("--exploration-fraction", type=float, default=0.3)
+    p.add_argument("--exploration-fraction", type=float, default=0.2)
     p.add_argument("--learning-starts", type=int, default=2_000)
     p.add_argument("--updates-per-step", type=float, default=0.5, help="per env step")
-    p.add_argument("--eval-every", type=int, default=10_000, help="env steps")
+    p.add_argument("--eval-every", type=int, default=5_000, help="env steps")
     return p.parse_args()
 
 
@@ -145,13 +145,14 @@ def main() -> int:
                 target_max = target(b_next).max(1).values
                 td_target = b_rewards + args.gamma * target_max * (1 - b_terminated)
             old_val = q(b_obs).gather(1, b_actions.unsqueeze(1)).squeeze(1)
-            loss = F.mse_loss(td_target, old_val)
+            loss = F.smooth_l1_loss(old_val, td_target)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             updates += 1
-            if updates % args.target_update_steps == 0:
-                target.load_state_dict(q.state_dict())
+            with torch.no_grad():  # Polyak averaging, CleanRL's tau
+                for t, p in zip(target.parameters(), q.parameters()):
+                    t.lerp_(p, args.tau)
 
         if steps >= next_eval:
             next_eval += args.eval_every
