@@ -69,3 +69,91 @@ class VectorEnv:
         """Read-only bool view of the truncated flags of the last step."""
     def buffer_address(self) -> int:
         """Address of the C++ observation buffer (tests check the views share it)."""
+
+def set_log_level(level: str) -> None:
+    """Level of the C++ libraries' stderr log: trace, debug, info, warn (default), error,
+    critical or off."""
+
+def generate_key_pair(path_prefix: str) -> str:
+    """Writes a CURVE key pair to PREFIX.key and PREFIX.key_secret (as rlswarm keygen);
+    returns the public key."""
+
+_Field = tuple[str, str, list[int]]
+
+class ReplayServer:
+    """One replay shard served from this process."""
+
+    def __init__(
+        self,
+        signature: list[_Field],
+        *,
+        capacity: int,
+        selector: str,
+        alpha: float,
+        beta: float,
+        samples_per_insert: float,
+        min_size_to_sample: int,
+        error_buffer: float,
+        bind: str,
+        server_secret_key_file: str | None,
+        authorized_clients_dir: str | None,
+    ) -> None: ...
+    @property
+    def endpoint(self) -> str: ...
+    def info(self) -> str:
+        """The shard's info JSON."""
+    def stop(self) -> None:
+        """Stops serving (idempotent)."""
+
+class ReplayWriter:
+    """Appends items to a replay service."""
+
+    def __init__(
+        self,
+        endpoints: list[str],
+        signature: list[_Field],
+        *,
+        max_batch_items: int,
+        flush_interval: float,
+        insert_timeout: float,
+        max_block: float,
+        client_secret_key_file: str | None,
+        server_public_key_file: str | None,
+    ) -> None: ...
+    def append(
+        self,
+        fields: dict[str, npt.NDArray[Any]],
+        priorities: npt.NDArray[np.float64] | None,
+        policy_version: int,
+    ) -> None:
+        """Copies N items ({field: [N, *shape] array}) into the staging batch; may block up to
+        max_block when the service falls behind."""
+    def flush(self, timeout: float) -> bool:
+        """Sends what is staged and waits until every batch is acknowledged or dropped; False
+        if the timeout (seconds) passed first."""
+    def close(self) -> None:
+        """Stops sending; unacknowledged batches are dropped."""
+    def stats(self) -> dict[str, int]:
+        """Counters of items and batches."""
+
+class ReplaySampler:
+    """Samples from a replay service."""
+
+    def __init__(
+        self,
+        endpoints: list[str],
+        *,
+        timeout: float,
+        client_secret_key_file: str | None,
+        server_public_key_file: str | None,
+    ) -> None: ...
+    @property
+    def num_shards(self) -> int: ...
+    def sample(self, batch_size: int, draw_seed: int | None) -> dict[str, Any]:
+        """Draws batch_size items over all shards; blocks up to the timeout."""
+    def update_priorities(
+        self, keys: npt.NDArray[np.uint64], priorities: npt.NDArray[np.float64]
+    ) -> tuple[int, int]:
+        """Returns (updated, ignored)."""
+    def info(self, shard: int) -> str:
+        """A shard's info JSON."""

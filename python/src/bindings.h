@@ -14,6 +14,9 @@ namespace rlswarm::python {
 void BindEnv(nanobind::module_& m);
 // Registers rlswarm._core.VectorEnv (envs::VectorEnv with NumPy views).
 void BindVectorEnv(nanobind::module_& m);
+// Registers rlswarm._core.ReplayServer, ReplayWriter, ReplaySampler and
+// generate_key_pair (replay/service/ and rpc/security.h).
+void BindReplay(nanobind::module_& m);
 
 // The env options of envs/registry.h from keyword arguments; None leaves an
 // option at the env's default.

@@ -15,6 +15,7 @@
 #include <exception>
 
 #include "common/errors.h"
+#include "common/logging.h"
 #include "envs/registry.h"
 #include "python/src/bindings.h"
 
@@ -89,7 +90,17 @@ NB_MODULE(_core, m) {
   using namespace rlswarm::python;
   m.doc() = "The C++ environments of rlswarm (use rlswarm.make_vec or Gymnasium's registry).";
   nb::register_exception_translator(&TranslateError);
+  // The C++ libraries log to stderr; in a Python program only warnings and
+  // errors are worth the noise unless asked for (set_log_level).
+  rlswarm::InitLogging("python", spdlog::level::warn);
+  m.def(
+      "set_log_level",
+      [](const std::string& level) { spdlog::set_level(rlswarm::ParseLogLevel(level)); },
+      nb::arg("level"),
+      "Level of the C++ libraries' stderr log: trace, debug, info, warn (default), error, "
+      "critical or off.");
   m.def("env_names", &rlswarm::envs::EnvNames, "Every built-in env name, sorted.");
   BindEnv(m);
   BindVectorEnv(m);
+  BindReplay(m);
 }

@@ -11,6 +11,8 @@ def stub_names():
     tree = ast.parse((Path(inspect.getfile(_core)).parent / "_core.pyi").read_text())
     names = {}
     for node in tree.body:
+        if isinstance(node, ast.Assign):  # a type alias of the stub only
+            continue
         if isinstance(node, ast.FunctionDef):
             names[node.name] = set()
         elif isinstance(node, ast.ClassDef):
