@@ -14,6 +14,12 @@ drifts over all alike and the ratios are what to compare:
   package (its Gymnasium env in a SyncVectorEnv, and its raw Environment.act
   loop for 1 env), minimal action sets on both sides.
 
+* The replay client (rlswarm.replay) against the C++ client (the same
+  ReplayWriter/ReplaySampler called from C++ inside the extension) on one
+  shard served by a child process pinned to another CPU: items appended per
+  second and items sampled per second, CartPole transitions, batches of 64
+  and 256.
+
 Actions are drawn ahead of time and cycled; every env auto-resets. Nothing is
 asserted: this is a measurement, recorded in bench/README.md.
 """
@@ -25,6 +31,8 @@ import datetime
 import json
 import os
 import platform
+import subprocess
+import sys
 import time
 from typing import Callable
 
@@ -151,11 +159,78 @@ def breakout_cases(num_envs: int, rng: np.random.Generator) -> dict[str, Callabl
     return cases
 
 
+SERVE = """
+import os, sys
+from rlswarm import replay
+os.sched_setaffinity(0, {int(sys.argv[2])})
+with replay.Server(eval(sys.argv[1]), capacity=200_000, selector="prioritized") as server:
+    print(server.endpoint, flush=True)
+    sys.stdin.read()
+"""
+
+
+def replay_cases(seconds: float, rounds: int, server_cpu: int) -> list[dict]:
+    from rlswarm import replay
+
+    envs = rlswarm.make_vec("CartPole-v1", 1)
+    signature = replay.transition_signature(envs.single_observation_space, envs.single_action_space)
+    server = subprocess.Popen([sys.executable, "-c", SERVE, repr(signature), str(server_cpu)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    endpoint = server.stdout.readline().strip()
+    results = []
+    try:
+        best: dict[tuple[str, str, int], float] = {}
+        for _ in range(rounds):
+            for batch in (64, 256):
+                items = {
+                    "observation": np.zeros((batch, 4), np.float32),
+                    "action": np.zeros(batch, np.int64),
+                    "reward": np.zeros(batch, np.float32),
+                    "discount": np.zeros(batch, np.float32),
+                    "next_observation": np.zeros((batch, 4), np.float32),
+                }
+                with replay.Writer(endpoint, signature, max_batch_items=batch) as writer:
+                    start = time.perf_counter()
+                    appended = 0
+                    while time.perf_counter() - start < seconds:
+                        writer.append(items)
+                        appended += batch
+                    writer.flush(30.0)
+                    python_insert = appended / (time.perf_counter() - start)
+                cpp_insert = rlswarm._core._measure_cpp_writer(
+                    [endpoint], [(n, d, list(s)) for n, d, s in signature], batch, seconds
+                )
+                sampler = replay.Sampler(endpoint)
+                sampler.sample(batch)
+                start = time.perf_counter()
+                calls = 0
+                while time.perf_counter() - start < seconds:
+                    sampler.sample(batch)
+                    calls += 1
+                python_sample = calls * batch / (time.perf_counter() - start)
+                cpp_sample = rlswarm._core._measure_cpp_sampler([endpoint], batch, seconds) * batch
+                for key, value in [
+                    (("insert", "rlswarm.replay.Writer", batch), python_insert),
+                    (("insert", "C++ ReplayWriter", batch), cpp_insert),
+                    (("sample", "rlswarm.replay.Sampler", batch), python_sample),
+                    (("sample", "C++ ReplaySampler", batch), cpp_sample),
+                ]:
+                    best[key] = max(best.get(key, 0.0), value)
+        for (op, impl, batch), value in best.items():
+            results.append({"op": op, "impl": impl, "batch": batch, "items_per_sec": round(value)})
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=1.0, help="per case and round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cpu", type=int, default=0, help="the CPU to pin to")
+    parser.add_argument("--server-cpu", type=int, default=1, help="the replay shard's CPU")
+    parser.add_argument("--no-replay", action="store_true", help="skip the replay client")
     args = parser.parse_args()
     os.sched_setaffinity(0, {args.cpu})
     rng = np.random.default_rng(0)
@@ -191,6 +266,14 @@ def main() -> None:
             ratios[f"MinAtar/Breakout/{n}: rlswarm / minatar"] = round(
                 best[("MinAtar/Breakout", "rlswarm.make_vec", n)] / best[other], 2
             )
+    replay_results = [] if args.no_replay else replay_cases(args.seconds, args.rounds, args.server_cpu)
+    for batch in (64, 256):
+        for op, ours, theirs in [("insert", "rlswarm.replay.Writer", "C++ ReplayWriter"),
+                                 ("sample", "rlswarm.replay.Sampler", "C++ ReplaySampler")]:
+            rates = {r["impl"]: r["items_per_sec"] for r in replay_results
+                     if r["op"] == op and r["batch"] == batch}
+            if ours in rates and rates.get(theirs):
+                ratios[f"replay {op}/{batch}: Python / C++"] = round(rates[ours] / rates[theirs], 2)
     versions = {"python": platform.python_version(), "numpy": np.__version__,
                 "gymnasium": gymnasium.__version__, "rlswarm": rlswarm.__version__}
     for name in ("envpool", "minatar"):
@@ -209,6 +292,7 @@ def main() -> None:
         "seconds": args.seconds,
         "rounds": args.rounds,
         "results": results,
+        "replay": replay_results,
         "ratios": ratios,
     }
     print(json.dumps(report, indent=2))

@@ -157,3 +157,11 @@ class ReplaySampler:
         """Returns (updated, ignored)."""
     def info(self, shard: int) -> str:
         """A shard's info JSON."""
+
+def _measure_cpp_sampler(endpoints: list[str], batch_size: int, seconds: float) -> float:
+    """bench/python_bench.py's baseline: C++ Sample calls per second."""
+
+def _measure_cpp_writer(
+    endpoints: list[str], signature: list[_Field], batch_size: int, seconds: float
+) -> float:
+    """bench/python_bench.py's baseline: C++ items appended per second."""

@@ -301,9 +301,65 @@ class PyReplaySampler {
   std::unique_ptr<replay::ReplaySampler> sampler_;
 };
 
+// The C++ client's own rate on the same service, as bench/python_bench.py's
+// baseline: Sample(batch_size) calls per second over `seconds`, GIL released.
+double MeasureCppSampler(std::vector<std::string> endpoints, std::int64_t batch_size,
+                         double seconds) {
+  nb::gil_scoped_release release;
+  replay::ReplaySamplerOptions o;
+  o.endpoints = std::move(endpoints);
+  replay::ReplaySampler sampler(std::move(o));
+  sampler.Sample(batch_size);  // connect
+  const auto start = std::chrono::steady_clock::now();
+  const auto end = start + std::chrono::duration<double>(seconds);
+  std::int64_t calls = 0;
+  auto now = start;
+  for (; now < end; now = std::chrono::steady_clock::now(), ++calls) sampler.Sample(batch_size);
+  return static_cast<double>(calls) / std::chrono::duration<double>(now - start).count();
+}
+
+// As above for ReplayWriter: items per second appended in batches of
+// `batch_size` rows of zeros, flushed at the end.
+double MeasureCppWriter(std::vector<std::string> endpoints, const std::vector<FieldTuple>& fields,
+                        std::int64_t batch_size, double seconds) {
+  nb::gil_scoped_release release;
+  replay::ReplayWriterOptions o;
+  o.endpoints = std::move(endpoints);
+  o.signature = MakeSignature(fields);
+  o.max_batch_items = batch_size;
+  replay::ReplayWriter writer(o);
+  std::vector<std::vector<std::byte>> data;
+  std::vector<std::vector<std::int64_t>> shapes;
+  replay::InsertBatch batch;
+  for (const replay::FieldSpec& f : o.signature.fields) {
+    shapes.push_back({batch_size});
+    shapes.back().insert(shapes.back().end(), f.shape.begin(), f.shape.end());
+    std::int64_t elements = batch_size;
+    for (std::int64_t d : f.shape) elements *= d;
+    data.emplace_back(static_cast<std::size_t>(elements) * DTypeSize(f.dtype));
+  }
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    batch.fields.push_back(
+        {o.signature.fields[i].name, o.signature.fields[i].dtype, shapes[i], data[i]});
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const auto end = start + std::chrono::duration<double>(seconds);
+  std::int64_t items = 0;
+  for (; std::chrono::steady_clock::now() < end; items += batch_size) writer.Append(batch);
+  writer.Flush(std::chrono::seconds(30));
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return static_cast<double>(items) / elapsed;
+}
+
 }  // namespace
 
 void BindReplay(nb::module_& m) {
+  m.def("_measure_cpp_sampler", &MeasureCppSampler, nb::arg("endpoints"), nb::arg("batch_size"),
+        nb::arg("seconds"), "bench/python_bench.py's baseline: C++ Sample calls per second.");
+  m.def("_measure_cpp_writer", &MeasureCppWriter, nb::arg("endpoints"), nb::arg("signature"),
+        nb::arg("batch_size"), nb::arg("seconds"),
+        "bench/python_bench.py's baseline: C++ items appended per second.");
   m.def(
       "generate_key_pair",
       [](const std::string& path_prefix) {
