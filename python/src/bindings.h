@@ -3,9 +3,11 @@
 // The parts of the rlswarm._core extension module, one per bound class.
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 
 #include <string>
 
+#include "common/dtype.h"
 #include "envs/registry.h"
 
 namespace rlswarm::python {
@@ -17,6 +19,9 @@ void BindVectorEnv(nanobind::module_& m);
 // Registers rlswarm._core.ReplayServer, ReplayWriter, ReplaySampler and
 // generate_key_pair (replay/service/ and rpc/security.h).
 void BindReplay(nanobind::module_& m);
+
+// The NumPy (DLPack) element type of a DType.
+nanobind::dlpack::dtype ToDLPack(DType dtype);
 
 // The env options of envs/registry.h from keyword arguments; None leaves an
 // option at the env's default.

@@ -8,6 +8,7 @@
 // the C++ documentation names.
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -37,6 +38,24 @@ void TranslateError(const std::exception_ptr& error, void*) {
 }
 
 }  // namespace
+
+nb::dlpack::dtype ToDLPack(DType dtype) {
+  switch (dtype) {
+    case DType::kBool:
+      return nb::dtype<bool>();
+    case DType::kUInt8:
+      return nb::dtype<std::uint8_t>();
+    case DType::kInt32:
+      return nb::dtype<std::int32_t>();
+    case DType::kInt64:
+      return nb::dtype<std::int64_t>();
+    case DType::kFloat32:
+      return nb::dtype<float>();
+    case DType::kFloat64:
+      return nb::dtype<double>();
+  }
+  throw Internal("unknown DType");
+}
 
 envs::EnvOptions MakeEnvOptions(std::optional<std::int64_t> max_episode_steps,
                                 std::optional<double> sticky_action_prob,

@@ -92,24 +92,6 @@ nb::object ToNumPy(std::vector<T> v) {
   return nb::ndarray<nb::numpy, T>(owned->data(), {owned->size()}, owner).cast();
 }
 
-nb::dlpack::dtype ToDLPack(DType dtype) {
-  switch (dtype) {
-    case DType::kBool:
-      return nb::dtype<bool>();
-    case DType::kUInt8:
-      return nb::dtype<std::uint8_t>();
-    case DType::kInt32:
-      return nb::dtype<std::int32_t>();
-    case DType::kInt64:
-      return nb::dtype<std::int64_t>();
-    case DType::kFloat32:
-      return nb::dtype<float>();
-    case DType::kFloat64:
-      return nb::dtype<double>();
-  }
-  throw Internal("unknown DType");
-}
-
 // One sampled field (shape [B, *field shape]) as an array over the received
 // buffer.
 nb::object FieldArray(const replay::SampledField& f) {

@@ -31,24 +31,6 @@ namespace {
 using Actions = nb::ndarray<nb::ro, nb::device::cpu>;
 using View = nb::ndarray<nb::numpy, nb::ro>;
 
-nb::dlpack::dtype ToDLPack(DType dtype) {
-  switch (dtype) {
-    case DType::kBool:
-      return nb::dtype<bool>();
-    case DType::kUInt8:
-      return nb::dtype<std::uint8_t>();
-    case DType::kInt32:
-      return nb::dtype<std::int32_t>();
-    case DType::kInt64:
-      return nb::dtype<std::int64_t>();
-    case DType::kFloat32:
-      return nb::dtype<float>();
-    case DType::kFloat64:
-      return nb::dtype<double>();
-  }
-  throw Internal("unknown DType");
-}
-
 std::string ShapeString(const Actions& a) {
   std::string s = "(";
   for (std::size_t d = 0; d < a.ndim(); ++d) s += std::to_string(a.shape(d)) + ",";
