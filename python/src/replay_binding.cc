@@ -79,12 +79,7 @@ rpc::SecurityOptions ClientSecurity(const std::optional<std::string>& client_sec
   return o;
 }
 
-nb::object ToNumPy(std::vector<double> v) {
-  auto* owned = new std::vector<double>(std::move(v));
-  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
-  return nb::ndarray<nb::numpy, double>(owned->data(), {owned->size()}, owner).cast();
-}
-
+// A 1-D array that owns the vector's memory (moved, not copied).
 template <typename T>
 nb::object ToNumPy(std::vector<T> v) {
   auto* owned = new std::vector<T>(std::move(v));
