@@ -21,7 +21,9 @@ ctest --test-dir "$(rlswarm_build_dir)" --output-on-failure -j "$(nproc)" "${RLS
 
 if [ "$RLSWARM_TORCH" = debian ]; then
   # --no-build-isolation: the pinned build backend and nanobind of .venv/, no
-  # download; a kept build folder makes a rebuild incremental.
+  # download; a kept build folder (and ccache, as build.sh sets it up) makes
+  # a rebuild incremental.
+  . scripts/ccache_env.sh
   .venv/bin/python -m pip install --disable-pip-version-check -q --no-build-isolation \
     --config-settings=build-dir=build-python .
   status=0
