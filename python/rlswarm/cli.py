@@ -2,7 +2,7 @@
 as a child process and return its JSON result as a dict.
 
 The binary is ``binary=``, else ``$RLSWARM_BIN``, else ``rlswarm`` on PATH
-(``scripts/build.sh`` builds it in ``build/apps/``). Errors: a config the CLI
+(``scripts/build.sh`` builds it as ``build/rlswarm``). Errors: a config the CLI
 refuses (its exit status 2) raises :class:`ConfigError`; any other failure
 the :mod:`rlswarm.errors` class the CLI names (``error (UNAVAILABLE): ...``),
 else :class:`rlswarm.errors.Error`, with the end of its stderr; a run still
@@ -50,7 +50,7 @@ def find_binary(binary: str | os.PathLike | None = None) -> str:
     if not candidate or not Path(candidate).is_file():
         raise errors.NotFound(
             "no rlswarm binary: pass binary=, set RLSWARM_BIN, or put rlswarm on PATH "
-            "(scripts/build.sh builds build/apps/rlswarm)"
+            "(scripts/build.sh builds build/rlswarm)"
         )
     return str(candidate)
 

@@ -9,7 +9,7 @@ import rlswarm
 from rlswarm import cli, errors
 
 REPO = Path(__file__).resolve().parents[2]
-BINARY = Path(os.environ.get("RLSWARM_BIN", REPO / "build" / "apps" / "rlswarm"))
+BINARY = Path(os.environ.get("RLSWARM_BIN", REPO / "build" / "rlswarm"))
 needs_binary = pytest.mark.skipif(
     not BINARY.is_file(), reason="no rlswarm binary (scripts/build.sh, or RLSWARM_BIN)"
 )

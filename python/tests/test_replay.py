@@ -102,7 +102,7 @@ def test_round_trip_with_curve_against_a_shard_in_another_process(keys_dir):
 
 
 def rlswarm_binary():
-    path = Path(os.environ.get("RLSWARM_BIN", REPO / "build" / "apps" / "rlswarm"))
+    path = Path(os.environ.get("RLSWARM_BIN", REPO / "build" / "rlswarm"))
     return path if path.is_file() else None
 
 
