@@ -73,3 +73,17 @@ def test_single_env_returns_python_scalars_and_fresh_arrays():
     assert obs0 is not obs1 and not np.shares_memory(obs0, obs1)
     assert type(reward) is float and type(terminated) is bool and type(truncated) is bool
     assert info == {}
+
+
+def test_module_prefixed_ids_import_rlswarm_first():
+    # What a fresh interpreter can use without `import rlswarm`.
+    import subprocess
+    import sys
+
+    code = (
+        "import gymnasium; "
+        "e = gymnasium.make_vec('rlswarm:rlswarm/CartPole-v1', num_envs=2); "
+        "print(type(e.unwrapped).__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "VectorEnv"
