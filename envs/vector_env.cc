@@ -92,7 +92,7 @@ void VectorEnvOptions::Validate() const {
 }
 
 VectorEnv::VectorEnv(std::string_view env_name, const VectorEnvOptions& options)
-    : num_envs_(options.num_envs), seeding_(options.seeding) {
+    : num_envs_(options.num_envs), seeding_(options.seeding), autoreset_(options.autoreset) {
   options.Validate();
   envs_.reserve(num_envs_);
   for (std::int64_t i = 0; i < num_envs_; ++i) envs_.push_back(MakeEnv(env_name, options.env));
@@ -107,6 +107,7 @@ VectorEnv::VectorEnv(std::string_view env_name, const VectorEnvOptions& options)
   episode_return_.resize(num_envs_);
   episode_length_.resize(num_envs_);
   episode_id_.resize(num_envs_);
+  resetting_.resize(num_envs_);
   const int chunks = static_cast<int>(std::min<std::int64_t>(options.num_threads, num_envs_));
   if (chunks > 1) {
     pool_ = std::make_unique<WorkerPool>(chunks, [this, chunks](int k) {
@@ -151,6 +152,7 @@ void VectorEnv::ValidateDiscrete(std::span<const std::int64_t> actions) const {
   }
   const std::int64_t n = spec_.action.num_actions;
   for (std::int64_t i = 0; i < num_envs_; ++i) {
+    if (IgnoresAction(i)) continue;
     if (actions[i] < 0 || actions[i] >= n) {
       throw InvalidArgument(spec_.name + ": action " + std::to_string(actions[i]) + " of env " +
                             std::to_string(i) + " out of range [0, " + std::to_string(n) + ")");
@@ -169,6 +171,7 @@ void VectorEnv::ValidateContinuous(std::span<const float> actions) const {
   }
   const ArraySpec& a = spec_.action.array;
   for (std::int64_t i = 0; i < num_envs_; ++i) {
+    if (IgnoresAction(i)) continue;
     for (std::int64_t j = 0; j < action_size_; ++j) {
       const float v = actions[i * action_size_ + j];
       if (!(v >= a.Low(j) && v <= a.High(j))) {
@@ -184,6 +187,13 @@ void VectorEnv::StepRange(std::int64_t begin, std::int64_t end, const std::int64
                           const float* continuous) {
   for (std::int64_t i = begin; i < end; ++i) {
     std::byte* obs = observations_.data() + i * obs_bytes_;
+    if (resetting_[i]) {  // kNextStep: this step is the reset
+      rewards_[i] = 0.0f;
+      terminated_[i] = truncated_[i] = 0;
+      episode_return_[i] = 0.0;
+      episode_length_[i] = 0;
+      continue;
+    }
     if (done(i)) {  // a new episode started on the previous step
       episode_return_[i] = 0.0;
       episode_length_[i] = 0;
@@ -199,7 +209,9 @@ void VectorEnv::StepRange(std::int64_t begin, std::int64_t end, const std::int64
     episode_length_[i] += 1;
     if (r.terminated || r.truncated) {
       std::memcpy(final_observations_.data() + i * obs_bytes_, obs, obs_bytes_);
-      if (seeding_ == AutoResetSeeding::kContinue) ResetEnv(i, std::nullopt);
+      if (autoreset_ == AutoResetMode::kSameStep && seeding_ == AutoResetSeeding::kContinue) {
+        ResetEnv(i, std::nullopt);
+      }
     }
   }
 }
@@ -212,8 +224,22 @@ void VectorEnv::StartEpisodes(std::int64_t begin, std::int64_t end) {
   }
 }
 
+void VectorEnv::ResetEndedEpisodes() {
+  for (std::int64_t i = 0; i < num_envs_; ++i) {
+    resetting_[i] = done(i);
+    if (!resetting_[i]) continue;
+    if (seeding_ == AutoResetSeeding::kContinue) {
+      ResetEnv(i, std::nullopt);
+    } else {
+      episode_id_[i] = next_episode_id_++;
+      ResetEnv(i, DeriveSeed(seed_, episode_id_[i]));
+    }
+  }
+}
+
 void VectorEnv::RunOnAll(const std::int64_t* discrete, const float* continuous) {
   if (!was_reset_) throw FailedPrecondition(spec_.name + ": VectorEnv stepped before Reset");
+  if (autoreset_ == AutoResetMode::kNextStep) ResetEndedEpisodes();
   if (pool_) {
     pending_discrete_ = discrete;
     pending_continuous_ = continuous;
@@ -221,7 +247,9 @@ void VectorEnv::RunOnAll(const std::int64_t* discrete, const float* continuous) 
   } else {
     StepRange(0, num_envs_, discrete, continuous);
   }
-  if (seeding_ == AutoResetSeeding::kSeedPerEpisode) StartEpisodes(0, num_envs_);
+  if (autoreset_ == AutoResetMode::kSameStep && seeding_ == AutoResetSeeding::kSeedPerEpisode) {
+    StartEpisodes(0, num_envs_);
+  }
 }
 
 void VectorEnv::Step(std::span<const std::int64_t> actions) {

@@ -4,8 +4,9 @@
 // contiguous arrays ([N, ...] row-major) that LibTorch can wrap without
 // copying (torch::from_blob).
 //
-// Auto-reset semantics (the part EnvPool users trip over, their issue #257):
-// reset happens in the SAME Step call that ends an episode.
+// Auto-reset semantics (the part EnvPool users trip over, their issue #257)
+// are Gymnasium 1.x's AutoresetMode. By default (kSameStep, the actors' mode)
+// reset happens in the SAME Step call that ends an episode:
 //   * observations() row i is always the observation the policy acts on next:
 //     after a step that ended env i's episode it is the FIRST observation of
 //     env i's new episode, not the last of the old one.
@@ -16,6 +17,11 @@
 //     (the one that ended the episode, for a done env).
 //   * episode_return(i) / episode_length(i) give the finished episode's
 //     totals where done; otherwise the running totals of the current episode.
+// With kNextStep (Gymnasium's default), the Step that ends env i's episode
+// leaves its final observation in observations() row i (and in
+// final_observations() row i); the NEXT Step ignores env i's action (it is
+// not even validated), resets env i and reports reward 0, not terminated, not
+// truncated, and the new episode's first observation.
 //
 // Seeding (deterministic whatever the number of envs or threads):
 //   * kContinue: Reset(seed) seeds env i with DeriveSeed(seed, i); later
@@ -45,11 +51,13 @@
 namespace rlswarm::envs {
 
 enum class AutoResetSeeding { kContinue, kSeedPerEpisode };
+enum class AutoResetMode { kSameStep, kNextStep };
 
 struct VectorEnvOptions {
   std::int64_t num_envs = 1;
   int num_threads = 1;
   AutoResetSeeding seeding = AutoResetSeeding::kContinue;
+  AutoResetMode autoreset = AutoResetMode::kSameStep;
   EnvOptions env;
 
   void Validate() const;  // throws InvalidArgument
@@ -64,6 +72,7 @@ class VectorEnv {
   const EnvSpec& spec() const { return spec_; }
   std::int64_t num_envs() const { return num_envs_; }
   AutoResetSeeding seeding() const { return seeding_; }
+  AutoResetMode autoreset() const { return autoreset_; }
 
   // Resets every env (seeding as described above) and fills observations().
   void Reset(std::uint64_t seed);
@@ -98,6 +107,11 @@ class VectorEnv {
  private:
   class WorkerPool;
 
+  // kNextStep: env i's episode ended on the previous step, so this Step
+  // resets it and ignores its action.
+  bool IgnoresAction(std::int64_t i) const {
+    return autoreset_ == AutoResetMode::kNextStep && done(i);
+  }
   void ValidateDiscrete(std::span<const std::int64_t> actions) const;
   void ValidateContinuous(std::span<const float> actions) const;
   void StepRange(std::int64_t begin, std::int64_t end, const std::int64_t* discrete,
@@ -107,10 +121,14 @@ class VectorEnv {
   // Assigns episode ids to envs that reset in this step, in slot order, so the
   // numbering does not depend on the thread schedule.
   void StartEpisodes(std::int64_t begin, std::int64_t end);
+  // kNextStep: resets the envs whose episode ended on the previous step
+  // (marking them in resetting_) before the others are stepped.
+  void ResetEndedEpisodes();
 
   EnvSpec spec_;
   std::int64_t num_envs_;
   AutoResetSeeding seeding_;
+  AutoResetMode autoreset_;
   std::uint64_t seed_ = 0;
   std::uint64_t next_episode_id_ = 0;
   bool was_reset_ = false;
@@ -125,6 +143,7 @@ class VectorEnv {
   std::vector<double> episode_return_;
   std::vector<std::int64_t> episode_length_;
   std::vector<std::uint64_t> episode_id_;
+  std::vector<std::uint8_t> resetting_;  // kNextStep: env i resets in this Step
   // The actions of the Step in progress, read by the pool's workers.
   const std::int64_t* pending_discrete_ = nullptr;
   const float* pending_continuous_ = nullptr;

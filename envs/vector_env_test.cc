@@ -67,6 +67,58 @@ TEST(VectorEnvTest, MatchesSingleMinAtarEnvsThroughAutoResets) {
   ExpectMatchesSingleEnvs("MinAtar/Breakout", 4, 1, 400);
 }
 
+// Gymnasium's next-step autoreset: the step that ends an episode returns its
+// final observation, and the next step resets that env (reward 0, no flags)
+// whatever its action, even an out-of-range one.
+TEST(VectorEnvTest, NextStepAutoResetResetsOnTheStepAfterTheEpisodeEnds) {
+  for (int threads : {1, 2}) {
+    const std::int64_t num_envs = 5;
+    VectorEnvOptions options;
+    options.num_envs = num_envs;
+    options.num_threads = threads;
+    options.autoreset = AutoResetMode::kNextStep;
+    VectorEnv venv("CartPole-v1", options);
+    std::vector<std::unique_ptr<Env>> singles;
+    std::vector<std::vector<std::byte>> obs(num_envs,
+                                            std::vector<std::byte>(venv.observation_bytes()));
+    std::vector<bool> must_reset(num_envs, false);
+    venv.Reset(7);
+    for (std::int64_t i = 0; i < num_envs; ++i) {
+      singles.push_back(MakeEnv("CartPole-v1"));
+      singles[i]->Reset(DeriveSeed(7, i), obs[i]);
+    }
+    int resets = 0;
+    for (int t = 0; t < 300; ++t) {
+      std::vector<std::int64_t> actions(num_envs);
+      for (std::int64_t i = 0; i < num_envs; ++i) {
+        actions[i] = must_reset[i] ? -1 : ActionFor(i, t, 2);  // -1: ignored, not validated
+      }
+      venv.Step(actions);
+      for (std::int64_t i = 0; i < num_envs; ++i) {
+        if (must_reset[i]) {
+          singles[i]->Reset(std::nullopt, obs[i]);
+          ++resets;
+          ASSERT_EQ(venv.rewards()[i], 0.0f);
+          ASSERT_FALSE(venv.done(i));
+          ASSERT_EQ(venv.episode_length(i), 0);
+          must_reset[i] = false;
+        } else {
+          const StepResult r = singles[i]->Step(actions[i], obs[i]);
+          ASSERT_EQ(venv.rewards()[i], r.reward);
+          ASSERT_EQ(venv.terminated()[i], r.terminated);
+          ASSERT_EQ(venv.truncated()[i], r.truncated);
+          if (r.terminated || r.truncated) {
+            ASSERT_EQ(Row(venv.final_observation(i)), obs[i]);
+            must_reset[i] = true;
+          }
+        }
+        ASSERT_EQ(Row(venv.observation(i)), obs[i]) << "env " << i << " t " << t;
+      }
+    }
+    EXPECT_GT(resets, 0) << "the test never exercised the reset step";
+  }
+}
+
 TEST(VectorEnvTest, ThreadsGiveTheSameResultsAsOneThread) {
   ExpectMatchesSingleEnvs("CartPole-v1", 9, 3, 300);
   ExpectMatchesSingleEnvs("MinAtar/Asterix", 6, 4, 200);

@@ -5,6 +5,9 @@
 #   scripts/setup.sh --torch=pypi    the same, plus PyPI's torch wheel (CUDA LibTorch,
 #                                    pinned in scripts/torch_flavour.sh) in the ignored
 #                                    virtual environment .venv-pypi/ inside the repository
+#   scripts/setup.sh --python        also the ignored virtual environment .venv/ with the
+#                                    pinned packages of python/requirements-dev.txt (what
+#                                    the Python package builds, tests and runs with)
 #
 # Both also install the test tools: PyPI's tensorboard (pinned below) in the
 # ignored virtual environment .venv-tools/, whose reader checks the event
@@ -17,6 +20,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/torch_flavour.sh
 rlswarm_take_torch_flag "$@"
+with_python=0
+for arg in "${RLSWARM_ARGS[@]}"; do
+  case "$arg" in
+    --python) with_python=1 ;;
+    *)
+      echo "setup.sh: unknown argument $arg (--torch=debian|pypi, --python)" >&2
+      exit 2
+      ;;
+  esac
+done
 
 packages=(
   # Toolchain; ccache makes rebuilds (and CI on a warm machine) cheap.
@@ -54,6 +67,10 @@ packages=(
 # the package unless python3 is not Debian's and can make a venv by itself.
 if [ "$(command -v python3)" = /usr/bin/python3 ] || ! python3 -m venv --help >/dev/null 2>&1; then
   packages+=(python3-venv)
+fi
+# The Python package's extension module compiles against Python's headers.
+if [ "$with_python" = 1 ] && [ "$(command -v python3)" = /usr/bin/python3 ]; then
+  packages+=(python3-dev)
 fi
 
 is_installed() {
@@ -105,4 +122,20 @@ else
   [ -x "$tools_venv/bin/python" ] || python3 -m venv "$tools_venv"
   "$tools_venv/bin/python" -m pip install --disable-pip-version-check -q \
     "tensorboard==$tensorboard_version"
+fi
+
+# The Python package's venv: build backend, nanobind, Gymnasium, NumPy, pytest,
+# and the Gymnasium envs the actors will step (ale-py, minatar), all pinned.
+# A copy of the requirements file in the venv says what was installed.
+if [ "$with_python" = 1 ]; then
+  py_venv=.venv
+  py_requirements=python/requirements-dev.txt
+  if [ -x "$py_venv/bin/python" ] && cmp -s "$py_requirements" "$py_venv/rlswarm-requirements.txt"; then
+    echo "setup: the packages of $py_requirements are installed in $py_venv"
+  else
+    echo "setup: installing $py_requirements into $py_venv"
+    [ -x "$py_venv/bin/python" ] || python3 -m venv "$py_venv"
+    "$py_venv/bin/python" -m pip install --disable-pip-version-check -q -r "$py_requirements"
+    cp "$py_requirements" "$py_venv/rlswarm-requirements.txt"
+  fi
 fi

@@ -27,8 +27,11 @@ ALLOWED = {
                "config", "observe"},
     "apps": {"common", "envs", "rpc", "replay", "models", "actors", "learner", "evaluate",
              "config", "observe", "launch"},
+    # The Python extension: the libraries without LibTorch only, so the
+    # package pins no torch ABI.
+    "python": {"common", "envs", "rpc", "replay"},
 }
-NO_TORCH = {"common", "envs", "rpc", "replay", "observe"}
+NO_TORCH = {"common", "envs", "rpc", "replay", "observe", "python"}
 TORCH = re.compile(r'#include [<"](torch|ATen|c10)/')
 ZMQ = re.compile(r'#include [<"](zmq|zmq\.hpp|zmq_addon\.hpp)[>"]')
 LOCAL = re.compile(r'#include "([a-z_]+)/')
