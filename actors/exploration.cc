@@ -54,9 +54,12 @@ double Epsilon(const ExplorationOptions& options, std::int64_t actor_id, std::in
     case EpsilonSchedule::kFixed:
       return options.epsilon;
     case EpsilonSchedule::kLinear: {
-      const double progress =
-          std::min(1.0, static_cast<double>(std::max<std::int64_t>(env_steps, 0)) /
-                            static_cast<double>(options.anneal_steps));
+      // anneal_steps are the run's env steps: N actors stepping alike reach
+      // them when each has taken 1/N of them, so the schedule per env step
+      // of the run does not change with the number of actors.
+      const double run_steps = static_cast<double>(std::max<std::int64_t>(env_steps, 0)) *
+                               static_cast<double>(num_actors);
+      const double progress = std::min(1.0, run_steps / static_cast<double>(options.anneal_steps));
       return options.start + progress * (options.end - options.start);
     }
   }

@@ -6,8 +6,9 @@
 //           all run long (Horgan et al. 2018, section 4.1: eps 0.4, alpha 7);
 //           one actor (N = 1) uses eps.
 //   fixed:  eps for every actor.
-//   linear: from `start` to `end` over `anneal_steps` env steps of this
-//           actor, then `end` (the DQN schedule).
+//   linear: from `start` to `end` over `anneal_steps` env steps of the run
+//           (each of N actors counts its own steps N times), then `end`
+//           (the DQN schedule).
 
 #include <cstdint>
 #include <string>

@@ -30,6 +30,20 @@ TEST(ExplorationTest, LinearAnnealsThenStays) {
   EXPECT_DOUBLE_EQ(Epsilon(o, 0, 1, 10'000), 0.1);
 }
 
+// anneal_steps count the run's env steps: each of 4 actors is done after a
+// quarter of them, so the run explores as one actor's would.
+TEST(ExplorationTest, LinearAnnealsOverTheRunsStepsWhateverTheNumberOfActors) {
+  ExplorationOptions o;
+  o.schedule = EpsilonSchedule::kLinear;
+  o.start = 1.0;
+  o.end = 0.1;
+  o.anneal_steps = 100;
+  EXPECT_DOUBLE_EQ(Epsilon(o, 3, 4, 0), 1.0);
+  EXPECT_DOUBLE_EQ(Epsilon(o, 0, 4, 12), Epsilon(o, 0, 1, 48));
+  EXPECT_DOUBLE_EQ(Epsilon(o, 3, 4, 25), 0.1);
+  EXPECT_DOUBLE_EQ(Epsilon(o, 1, 2, 25), 0.55);
+}
+
 TEST(ExplorationTest, FixedAndErrors) {
   ExplorationOptions o;
   o.schedule = ParseEpsilonSchedule("fixed");

@@ -42,8 +42,8 @@ struct ActorSection {
             Bounds{0, 1000});
     v.Field("epsilon_start", epsilon_start, "linear: first epsilon", Bounds{0, 1});
     v.Field("epsilon_end", epsilon_end, "linear: last epsilon", Bounds{0, 1});
-    v.Field("epsilon_anneal_steps", epsilon_anneal_steps, "linear: env steps to anneal over",
-            Bounds{1, 1e12});
+    v.Field("epsilon_anneal_steps", epsilon_anneal_steps,
+            "linear: env steps of the run (all actors together) to anneal over", Bounds{1, 1e12});
     v.Field("noise_sigma", noise_sigma,
             "td3: Gaussian exploration noise in units of the action's half-range: the ape_x "
             "base (sigma_i = sigma^(1 + noise_alpha i / (N - 1))) or the fixed sigma",

@@ -11,9 +11,8 @@
 # (random is ~22), as `rlswarm launch` on the same config does within this
 # budget (median ~4.5k updates). The job stops at a fixed update count, not
 # at a target, and one DQN checkpoint's greedy return can swing from one to
-# the next, so one checkpoint alone would make the test a coin toss; with the
-# actors' exploration set as below, a run here had every checkpoint from
-# 3000 updates on at 484 or more.
+# the next, so one checkpoint alone would make the test a coin toss (a run
+# here: every checkpoint from 3000 updates on at 484 or more).
 #
 #   tests/slurm_test.sh RLSWARM_BINARY SOURCE_DIR
 #
@@ -77,15 +76,10 @@ for _ in range(100):
 
 start=$SECONDS
 status=0
-# Each actor anneals epsilon over its own env steps: with two actors, half
-# of the config's 10k each keeps the schedule per env step of the run what
-# `rlswarm launch` (one actor) has. With 10k each, most of the 12000 updates
-# learn from near-random play (a run here: best checkpoint 166).
 RLSWARM_BINARY=$bin RLSWARM_PORT_BASE=$base RLSWARM_ACTORS=2 \
   sbatch --wait --ntasks 2 --time 10 --output "$work/job.out" --chdir "$work" \
   "$src/scripts/slurm/rlswarm.sbatch" "$src/configs/cartpole.yaml" "$work/run" \
   learner.strategy=full_shard learner.max_updates=12000 learner.checkpoint_interval=500 learner.keep_checkpoints=20 \
-  actor.epsilon_anneal_steps=5000 \
   || status=$?
 echo "job ended after $((SECONDS - start)) s (exit $status)"
 cat "$work/job.out"
