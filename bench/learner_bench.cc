@@ -68,6 +68,7 @@
 
 #include <ATen/Parallel.h>
 #include <malloc.h>
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -793,6 +794,8 @@ int main(int argc, char** argv) {
   }
 
   if (dqn_update) {  // bench/dqn_update_case.h
+    // The learner's periodic metrics line would land in the JSON on stdout.
+    spdlog::set_level(spdlog::level::warn);
     const std::vector<std::pair<std::string, int64_t>> cases = {
         {"cartpole.yaml", 128}, {"minatar_breakout.yaml", 64}, {"minatar_breakout.yaml", 512}};
     json rows = json::array();
