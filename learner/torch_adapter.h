@@ -80,10 +80,10 @@ bool CanSumBFloat16(const CollectiveGroup& group);
 // then moves them as half, the same bytes).
 bool CanMoveBFloat16(const CollectiveGroup& group);
 // The backend gathers into one flat buffer (`_allgather_base`): NCCL, and
-// Gloo from LibTorch 2.x on (1.13's Gloo throws). The list form
-// (`allgather` into N views) makes NCCL gather into a fresh flat buffer of
-// its own and copy it into the views: twice the unit's memory and a device
-// copy per all-gather.
+// Gloo from LibTorch 2.x on (which runs its list form over the buffer's
+// chunks; 1.13's Gloo throws). The list form (`allgather` into N views)
+// makes NCCL gather into a fresh flat buffer of its own and copy it into
+// the views: twice the unit's memory and a device copy per all-gather.
 bool HasFlatAllGather(const CollectiveGroup& group);
 // Waiting for the backend's work orders streams instead of blocking the
 // host (NCCL): Work::wait() makes the current CUDA stream wait for the
