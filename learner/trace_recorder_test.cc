@@ -31,6 +31,8 @@ using nlohmann::json;
 // CUDA build as in a CPU one.
 TEST(TraceRecorderTest, InactiveUnlessRecordingOrAskedForNvtxRanges) {
   TraceRecorder::Global().Stop();
+  EXPECT_FALSE(TraceRecorder::NvtxRanges());  // off until asked for
+  EXPECT_FALSE(TraceRecorder::Active());
   TraceRecorder::SetNvtxRanges(false);
   EXPECT_FALSE(TraceRecorder::Active());
   TraceSpan span;
