@@ -26,6 +26,8 @@
 #include "learner/device_plan.h"
 #include "learner/env_rendezvous.h"
 #include "learner/memory_peak.h"
+#include "learner/torch_adapter.h"
+#include "learner/trace_recorder.h"
 #include "learner/trace_update.h"
 #include "learner/watchdog.h"
 
@@ -41,6 +43,7 @@ struct LearnerArgs {
   int local_rank = -1;  // -1: LOCAL_RANK / SLURM_LOCALID, or 0
   std::string weights_endpoint_file;
   std::string trace_file;  // --trace: one update as Chrome trace JSON
+  bool nvtx = false;       // --nvtx: every span as an NVTX range (CUDA builds)
   int metrics_port = -1;
   std::string metrics_bind;
   std::string metrics_endpoint_file;
@@ -220,6 +223,17 @@ void RunLearner(const LearnerArgs& args) {
         return launch::LearnerRankMetrics(counters, labels);
       });
   const learner::DevicePlan plan = PlanThisRank(config, rendezvous, args.config_file);
+  if (!plan.fallback.empty()) spdlog::warn("{}", plan.fallback);
+  // Every later CUDA call of this thread that names no device (the caching
+  // allocator's raw allocations, pinned memory, NCCL's setup) goes to this
+  // rank's GPU, not to cuda:0.
+  learner::SetThreadDevice(plan.device);
+  if (args.nvtx) {
+    if (!learner::BuiltWithCuda()) {
+      spdlog::warn("--nvtx: {} has no CUDA, so no NVTX ranges", learner::TorchBuildDescription());
+    }
+    learner::TraceRecorder::SetNvtxRanges(true);
+  }
   rendezvous.backend = plan.backend;
   if (plan.backend == learner::Backend::kNccl) ConfigureNccl(config);
   spdlog::info("{}; device {}, backend {}", learner::TorchBuildDescription(), plan.device.str(),
@@ -362,6 +376,10 @@ void AddLearnerCommand(CLI::App& app) {
   cmd->add_option("--trace", args->trace_file,
                   "Trace the 10th update of this run as Chrome trace JSON (Perfetto, "
                   "chrome://tracing): every rank records, rank 0 writes all ranks to this file");
+  cmd->add_flag("--nvtx", args->nvtx,
+                "Mark every unit's forward and backward, the optimizer step and every "
+                "collective as NVTX ranges for Nsight Systems (CUDA builds; costs hooks and "
+                "names on every update)");
   AddMetricsEndpointOptions(cmd, args.get());
   cmd->add_flag("--print-config", args->print_config, "Print the resolved config and exit");
   cmd->add_option("overrides", args->overrides, "Config overrides: section.key=value ...");

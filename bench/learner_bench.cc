@@ -14,8 +14,9 @@
 // ShardedModel without process group (collectives skipped). World 2: two
 // ranks re-executed from this binary (`--worker`), Gloo on 127.0.0.1 (or
 // NCCL on cuda:<rank> with --device cuda), each rank computing on half of
-// the global batch; with --backend nccl world 1 also runs as a 1-rank NCCL
-// group (the sharded path through NCCL). Every process uses one intra-op
+// the global batch. World 1 on cuda runs without a group, as the learner
+// does; with --backend nccl it runs as a 1-rank NCCL group instead (the
+// sharded path through NCCL). Every process uses one intra-op
 // thread (the machine has 2 cores). Figures are medians of --reps
 // measurements of --seconds each.
 //
@@ -113,7 +114,8 @@ std::string g_trace;
 
 // Waits for queued device work so a timer measures it (no-op on CPU).
 void SyncDevice() {
-  if (g_device.is_cuda()) torch::cuda::synchronize();
+  // This rank's GPU: without an index, the thread's current device (cuda:0).
+  if (g_device.is_cuda()) torch::cuda::synchronize(g_device.index());
 }
 
 struct Config {
@@ -767,6 +769,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   g_device = plan.device;
+  lrn::SetThreadDevice(g_device);
+  const std::string asked_backend = cfg.backend;
   cfg.backend = std::string(lrn::BackendName(plan.backend));
   if (plan.backend == lrn::Backend::kNccl) {
     // NCCL's own CUDA-event timing of every collective (comm_seconds_per_update).
@@ -852,7 +856,9 @@ int main(int argc, char** argv) {
   std::map<std::tuple<std::string, int64_t, int>, double> plain;
   for (int w : cfg.worlds) {
     json rows = json::array();
-    if (w == 1 && plan.backend != lrn::Backend::kNccl) {
+    // World 1 without a group (the learner's plain path), unless a 1-rank
+    // NCCL group was asked for (--backend nccl: the sharded path through NCCL).
+    if (w == 1 && asked_backend != "nccl") {
       for (int t : cfg.threads) {
         at::set_num_threads(t);
         for (const std::string& model : cfg.models) {

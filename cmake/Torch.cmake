@@ -71,6 +71,8 @@ if(RLSWARM_WITH_CUDA)
     message(FATAL_ERROR "RLSWARM_WITH_CUDA=ON but the LibTorch found at ${Torch_DIR} has no CUDA; "
                         "put a CUDA LibTorch first in CMAKE_PREFIX_PATH")
   endif()
+  # nccl.h and the CUDA libraries' headers of the wheels torch loads.
+  include(${CMAKE_CURRENT_LIST_DIR}/TorchCudaHeaders.cmake)
 endif()
 
 # One precompiled header for every TU that includes ATen: the ATen headers

@@ -17,6 +17,7 @@
 #include "launch/prometheus_targets.h"
 #include "launch/run_monitor.h"
 #include "learner/device_plan.h"
+#include "learner/torch_adapter.h"
 #include "observe/metrics_http_server.h"
 #include "replay/service/replay_service.h"
 
@@ -43,13 +44,14 @@ class LearnerThread {
     // model runs on cuda:0), but no process group is built, so the model
     // takes the direct path (backend none).
     try {
-      options.model.device =
-          learner::PlanDevice({config.learner.device, config.learner.backend, 0, 1},
-                              learner::ThisProcessInventory())
-              .device;
+      const learner::DevicePlan plan = learner::PlanDevice(
+          {config.learner.device, config.learner.backend, 0, 1}, learner::ThisProcessInventory());
+      if (!plan.fallback.empty()) spdlog::warn("{}", plan.fallback);
+      options.model.device = plan.device;
     } catch (const InvalidArgument& e) {
       throw config::ConfigError(e.what());
     }
+    device_ = options.model.device;
     max_updates_ = config.learner.max_updates;
     dqn_ = config::MakeLearner(
         config, options, learner::ShardMesh::OneDim(std::make_shared<learner::Communicator>()));
@@ -82,6 +84,8 @@ class LearnerThread {
  private:
   void Loop() {
     try {
+      // CUDA's current device is per thread: this one trains on the model's.
+      learner::SetThreadDevice(device_);
       auto last_metrics = std::chrono::steady_clock::now();
       while (!stop_ && (max_updates_ == 0 || dqn_->updates() < max_updates_)) {
         if (!dqn_->Update()) continue;
@@ -113,6 +117,7 @@ class LearnerThread {
   }
 
   std::unique_ptr<learner::ApeXLearner> dqn_;
+  at::Device device_ = at::kCPU;
   std::int64_t max_updates_ = 0;
   bool has_checkpoints_ = false;
   std::atomic<bool> stop_{false};

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "common/errors.h"
@@ -28,18 +29,22 @@ struct PendingCollective::Timing {
 
 PendingCollective::PendingCollective(c10::intrusive_ptr<c10d::Work> work, std::string what,
                                      std::chrono::milliseconds timeout, CommStats* stats,
-                                     std::vector<c10::intrusive_ptr<c10d::Work>>* timed,
+                                     bool stream_ordered, DeviceTimings* timed,
                                      CollectiveTicket ticket)
     : work_(std::move(work)),
       what_(std::move(what)),
       timeout_(timeout),
       stats_(stats),
+      stream_ordered_(stream_ordered),
       timed_(timed),
       ticket_(std::move(ticket)) {
   timing_ = std::make_shared<Timing>();
   timing_->issued_ns = NowNs();
   // The completion time tells how long the collective ran while the caller
   // computed; not every Work has a future (then Wait's return time is used).
+  // NCCL's future completes when the collective is queued, which says
+  // nothing about when it ran.
+  if (stream_ordered_) return;
   try {
     if (auto future = work_->getFuture()) {
       std::weak_ptr<Timing> weak = timing_;
@@ -59,9 +64,15 @@ void PendingCollective::Wait() {
   InFlightCollectives::Waiting waiting(ticket_.record.get(), ticket_.plane, ticket_.seq, what_);
   const int64_t wait_start = NowNs();
   try {
-    // Gloo already enforces the group timeout on the collective itself; the
-    // bound here also covers a collective that never started.
-    work->wait(timeout_);
+    if (stream_ordered_) {
+      // No timeout: given one, WorkNCCL::wait polls on the host until the
+      // collective has finished, and nothing would overlap it.
+      work->wait();
+    } else {
+      // Gloo already enforces the group timeout on the collective itself;
+      // the bound here also covers a collective that never started.
+      work->wait(timeout_);
+    }
   } catch (const std::exception& e) {
     ThrowCollectiveError(what_, e, timeout_);
   }
@@ -77,12 +88,14 @@ void PendingCollective::Wait() {
                  {{"bytes", trace_bytes_}});
   }
   if (stats_ != nullptr) {
-    const int64_t completed = timing_->completed_ns.load();
-    const int64_t end = completed > 0 ? std::min(completed, wait_end) : wait_end;
-    stats_->busy_seconds += 1e-9 * static_cast<double>(end - timing_->issued_ns);
+    if (!stream_ordered_) {
+      const int64_t completed = timing_->completed_ns.load();
+      const int64_t end = completed > 0 ? std::min(completed, wait_end) : wait_end;
+      stats_->busy_seconds += 1e-9 * static_cast<double>(end - timing_->issued_ns);
+    }
     stats_->wait_seconds += 1e-9 * static_cast<double>(wait_end - wait_start);
   }
-  if (timed_ != nullptr) timed_->push_back(std::move(work));
+  if (timed_ != nullptr) timed_->Add(std::move(work));
 }
 
 void PendingCollective::TraceAs(const char* kind, const std::string& what, int64_t bytes) {
@@ -91,17 +104,51 @@ void PendingCollective::TraceAs(const char* kind, const std::string& what, int64
   trace_bytes_ = bytes;
 }
 
-void Communicator::CollectDeviceTimings() {
-  if (timed_works_.empty()) return;
-  double seconds = 0;
-  bool all_timed = true;
-  for (const auto& work : timed_works_) {
+void DeviceTimings::Add(c10::intrusive_ptr<c10d::Work> work) {
+  any_ = true;
+  held_.push_back(std::move(work));
+  if (Harvest() <= kMaxHeld) return;
+  // The device is far behind the host: let the oldest go untimed rather
+  // than hold its buffers or block the host on it.
+  held_.erase(held_.begin());
+  all_timed_ = false;
+}
+
+size_t DeviceTimings::Harvest() {
+  auto read = [this](const c10::intrusive_ptr<c10d::Work>& work) {
+    bool completed = false;
+    try {
+      completed = work->isCompleted();
+    } catch (const std::exception&) {
+      completed = true;  // failed: nothing to time, and Wait() reported it
+    }
+    if (!completed) return false;
     const double s = DeviceDurationSeconds(*work);
-    if (s < 0) all_timed = false;
-    seconds += std::max(0.0, s);
-  }
-  timed_works_.clear();
-  if (all_timed) stats_.busy_seconds = seconds;
+    if (s < 0) all_timed_ = false;
+    seconds_ += std::max(0.0, s);
+    return true;
+  };
+  held_.erase(std::remove_if(held_.begin(), held_.end(), read), held_.end());
+  return held_.size();
+}
+
+double DeviceTimings::Finish() {
+  if (Harvest() > 0) all_timed_ = false;  // still running: the device did not synchronise
+  held_.clear();
+  return any_ && all_timed_ ? seconds_ : -1;
+}
+
+void DeviceTimings::Reset() {
+  held_.clear();
+  seconds_ = 0;
+  all_timed_ = true;
+  any_ = false;
+}
+
+void Communicator::CollectDeviceTimings() {
+  const double seconds = device_timings_.Finish();
+  if (seconds >= 0) stats_.busy_seconds = seconds;
+  device_timings_.Reset();
 }
 
 at::Tensor PendingReduceScatter::Wait() {
@@ -135,6 +182,8 @@ Communicator::Communicator(GroupPtr group, int rank, int world_size,
   if (world_size_ > 1 && !group_) {
     throw InvalidArgument("Communicator: world_size > 1 needs a group");
   }
+  stream_ordered_ = group_ && WaitsOnStreams(*group_);
+  flat_all_gather_ = group_ && HasFlatAllGather(*group_);
   if (group_ && !control_) {
     if (BackendName(*group_) != "gloo") {
       throw InvalidArgument("Communicator: a " + BackendName(*group_) +
@@ -142,6 +191,12 @@ Communicator::Communicator(GroupPtr group, int rank, int world_size,
     }
     control_ = group_;
   }
+}
+
+PendingCollective Communicator::Pending(c10::intrusive_ptr<c10d::Work> work,
+                                        const std::string& what) {
+  return PendingCollective(std::move(work), Context(what), timeout_, &stats_, stream_ordered_,
+                           Timed(), Ticket(CollectivePlane::kData));
 }
 
 CollectiveTicket Communicator::Ticket(CollectivePlane plane) {
@@ -182,15 +237,22 @@ PendingCollective Communicator::AllGather(const at::Tensor& shard, const at::Ten
   // only moves bytes, so move bf16 as the other 2-byte float.
   const bool as_half = shard.scalar_type() == at::kBFloat16 && !CanMoveBFloat16(*group_);
   at::Tensor out = as_half ? full.view(at::kHalf) : full;
-  std::vector<std::vector<at::Tensor>> outputs(1);
-  for (int r = 0; r < world_size_; ++r) outputs[0].push_back(out.narrow(0, r * k, k));
   at::Tensor in = shard.reshape(-1).contiguous();
-  std::vector<at::Tensor> inputs{as_half ? in.view(at::kHalf) : in};
+  if (as_half) in = in.view(at::kHalf);
   stats_.bytes_sent += (world_size_ - 1) * k * shard.element_size();
   stats_.collectives += 1;
   try {
-    PendingCollective p(group_->allgather(outputs, inputs), Context(what), timeout_, &stats_,
-                        Timed(), Ticket(CollectivePlane::kData));
+    c10::intrusive_ptr<c10d::Work> work;
+    if (flat_all_gather_) {
+      work = group_->_allgather_base(out, in);
+    } else {
+      // LibTorch 1.13's Gloo: the list form, into views of `full`.
+      std::vector<std::vector<at::Tensor>> outputs(1);
+      for (int r = 0; r < world_size_; ++r) outputs[0].push_back(out.narrow(0, r * k, k));
+      std::vector<at::Tensor> inputs{in};
+      work = group_->allgather(outputs, inputs);
+    }
+    PendingCollective p = Pending(std::move(work), what);
     p.TraceAs("all-gather", what, static_cast<int64_t>(full.nbytes()));
     return p;
   } catch (const std::exception& e) {
@@ -230,19 +292,16 @@ PendingReduceScatter Communicator::ReduceScatterSumAsync(const at::Tensor& full,
       std::vector<int64_t> equal_splits;  // empty = equal splits
       stats_.bytes_sent += (world_size_ - 1) * k * p.input_.element_size();
       p.collective_ =
-          PendingCollective(group_->alltoall_base(p.output_, p.input_, equal_splits, equal_splits),
-                            context, timeout_, &stats_, Timed(), Ticket(CollectivePlane::kData));
+          Pending(group_->alltoall_base(p.output_, p.input_, equal_splits, equal_splits), what);
     } else if (impl == ReduceScatterImpl::kNative) {
       p.output_ = at::empty({k}, p.input_.options());
       stats_.bytes_sent += (world_size_ - 1) * k * p.input_.element_size();
-      p.collective_ = PendingCollective(group_->_reduce_scatter_base(p.output_, p.input_), context,
-                                        timeout_, &stats_, Timed(), Ticket(CollectivePlane::kData));
+      p.collective_ = Pending(group_->_reduce_scatter_base(p.output_, p.input_), what);
     } else {
       stats_.bytes_sent += 2 * (world_size_ - 1) * k * p.input_.element_size();
       p.output_ = p.input_.clone();
       std::vector<at::Tensor> tensors{p.output_};
-      p.collective_ = PendingCollective(group_->allreduce(tensors), context, timeout_, &stats_,
-                                        Timed(), Ticket(CollectivePlane::kData));
+      p.collective_ = Pending(group_->allreduce(tensors), what);
     }
     p.collective_.TraceAs("reduce-scatter", what, static_cast<int64_t>(p.input_.nbytes()));
   } catch (const Error&) {
@@ -266,8 +325,7 @@ PendingCollective Communicator::AllReduceSum(at::Tensor tensor, const std::strin
   stats_.collectives += 1;
   std::vector<at::Tensor> tensors{std::move(tensor)};
   try {
-    PendingCollective p(group_->allreduce(tensors), Context(what), timeout_, &stats_, Timed(),
-                        Ticket(CollectivePlane::kData));
+    PendingCollective p = Pending(group_->allreduce(tensors), what);
     p.TraceAs("all-reduce", what, static_cast<int64_t>(tensors[0].nbytes()));
     return p;
   } catch (const std::exception& e) {
@@ -282,8 +340,8 @@ void Communicator::ControlAllReduceSum(at::Tensor tensor, const std::string& wha
   std::vector<at::Tensor> tensors{std::move(tensor)};
   try {
     // Not counted in stats(): those describe the training collectives.
-    PendingCollective(control_->allreduce(tensors), Context(what), timeout_, nullptr, nullptr,
-                      Ticket(CollectivePlane::kControl))
+    PendingCollective(control_->allreduce(tensors), Context(what), timeout_, nullptr,
+                      /*stream_ordered=*/false, nullptr, Ticket(CollectivePlane::kControl))
         .Wait();
   } catch (const Error&) {
     throw;

@@ -51,15 +51,51 @@ struct CommStats {
   int64_t collectives = 0;
   // Sum over collectives of issue-to-completion time, and of the time the
   // issuing thread spent blocked in Wait(). 1 - wait / busy is the share of
-  // communication hidden behind compute.
+  // communication hidden behind compute. On a backend that waits on
+  // streams (NCCL) the host never sees a collective complete (its future
+  // completes when the collective is queued), so busy_seconds is filled
+  // only from the device's own timings (Communicator::CollectDeviceTimings)
+  // and stays 0 without them.
   double busy_seconds = 0;
   double wait_seconds = 0;
 };
 
-// A collective in flight. Wait() blocks until it completes or the group's
-// timeout passes; throws DeadlineExceeded or Unavailable (see
-// collective_errors.h). Waiting twice is a no-op. On NCCL, Wait() only makes
-// the current CUDA stream wait for the collective's stream: the host goes on.
+// Finished collectives whose device durations (the backend's CUDA events)
+// are still to be read: an event can be read only once the device has
+// passed it. Works are read and released as they complete, at every Add(),
+// so the list holds the few the device has not reached yet, never more
+// than kMaxHeld (past that the oldest is let go untimed): a Work keeps its
+// output tensors and events alive. Not thread-safe.
+class DeviceTimings {
+ public:
+  static constexpr size_t kMaxHeld = 64;
+  void Add(c10::intrusive_ptr<c10d::Work> work);
+  // Reads every held Work that has completed; returns how many are left.
+  size_t Harvest();
+  // Seconds over every collective added since Reset(), after the device
+  // synchronised (so that every Work has completed); -1 when some could
+  // not be timed (no timing in this backend or release, a Work let go at
+  // kMaxHeld, one still running).
+  double Finish();
+  size_t held() const { return held_.size(); }
+  void Reset();
+
+ private:
+  std::vector<c10::intrusive_ptr<c10d::Work>> held_;
+  double seconds_ = 0;
+  bool all_timed_ = true;
+  bool any_ = false;
+};
+
+// A collective in flight. Wait() makes its result usable by what this
+// thread does next, or throws DeadlineExceeded or Unavailable (see
+// collective_errors.h). Waiting twice
+// is a no-op. On Gloo, Wait() blocks the host until the collective is done,
+// at most the group's timeout. On NCCL (stream_ordered), Wait() only makes
+// the current CUDA stream wait for the collective's stream and the host
+// goes on; NCCL's watchdog enforces the group's timeout, and with
+// TORCH_NCCL_ASYNC_ERROR_HANDLING=2 aborts the communicator, so that the
+// next collective on it throws (Unavailable) instead of the process dying.
 class PendingCollective {
  public:
   PendingCollective() = default;
@@ -68,7 +104,7 @@ class PendingCollective {
   // collective (for the watchdog; no record: nothing recorded).
   PendingCollective(c10::intrusive_ptr<c10d::Work> work, std::string what,
                     std::chrono::milliseconds timeout, CommStats* stats,
-                    std::vector<c10::intrusive_ptr<c10d::Work>>* timed = nullptr,
+                    bool stream_ordered = false, DeviceTimings* timed = nullptr,
                     CollectiveTicket ticket = {});
   void Wait();
   bool pending() const { return static_cast<bool>(work_); }
@@ -83,7 +119,8 @@ class PendingCollective {
   std::string what_;
   std::chrono::milliseconds timeout_{0};
   CommStats* stats_ = nullptr;
-  std::vector<c10::intrusive_ptr<c10d::Work>>* timed_ = nullptr;
+  bool stream_ordered_ = false;
+  DeviceTimings* timed_ = nullptr;
   std::shared_ptr<Timing> timing_;
   TraceSpan trace_;
   int64_t trace_bytes_ = 0;
@@ -135,6 +172,8 @@ class Communicator {
   // Gathers every rank's `shard` (same numel on all ranks) into `full`
   // (world_size * shard.numel(), contiguous, same dtype), rank r's shard at
   // offset r * shard.numel(). Asynchronous: `full` is valid after Wait().
+  // The backend writes into `full` itself where it can (HasFlatAllGather):
+  // no second buffer, no copy.
   PendingCollective AllGather(const at::Tensor& shard, const at::Tensor& full,
                               const std::string& what);
 
@@ -156,14 +195,21 @@ class Communicator {
   const CommStats& stats() const { return stats_; }
   void ResetStats() {
     stats_ = {};
-    timed_works_.clear();
+    device_timings_.Reset();
   }
   // On CUDA, waiting does not block the host, so host-side spans say nothing
-  // about communication time: with this on, finished collectives are kept
-  // and CollectDeviceTimings() (after the device synchronised) puts their
-  // CUDA-event durations into stats().busy_seconds instead.
+  // about communication time: with this on, finished collectives are timed
+  // by their CUDA events (DeviceTimings) and CollectDeviceTimings() (after
+  // the device synchronised) puts the total into stats().busy_seconds.
+  // NCCL times its work only with TORCH_NCCL_ENABLE_TIMING=1 set before the
+  // group was built.
   void set_collect_device_timings(bool on) { collect_device_timings_ = on; }
   void CollectDeviceTimings();
+  // Finished collectives held for their device timings (at most
+  // DeviceTimings::kMaxHeld).
+  size_t device_timings_held() const { return device_timings_.held(); }
+  // Whether Wait() orders streams instead of blocking the host (NCCL).
+  bool stream_ordered() const { return stream_ordered_; }
 
   // Which collective this rank issued last and is blocked in, readable from
   // any thread (the watchdog's). Never null.
@@ -182,13 +228,15 @@ class Communicator {
   int world_size_ = 1;
   std::chrono::milliseconds timeout_{0};
   CommStats stats_;
+  bool stream_ordered_ = false;
+  bool flat_all_gather_ = false;
   bool collect_device_timings_ = false;
-  std::vector<c10::intrusive_ptr<c10d::Work>> timed_works_;
+  DeviceTimings device_timings_;
   std::shared_ptr<InFlightCollectives> in_flight_ = std::make_shared<InFlightCollectives>();
   // Where new PendingCollectives hand their Work (null unless timing).
-  std::vector<c10::intrusive_ptr<c10d::Work>>* Timed() {
-    return collect_device_timings_ ? &timed_works_ : nullptr;
-  }
+  DeviceTimings* Timed() { return collect_device_timings_ ? &device_timings_ : nullptr; }
+  // A data-plane collective in flight on this communicator's terms.
+  PendingCollective Pending(c10::intrusive_ptr<c10d::Work> work, const std::string& what);
 };
 
 }  // namespace rlswarm::learner

@@ -100,6 +100,9 @@ HostCopy CopyToHostAsync(const at::Tensor& tensor) {
     return copy;
   }
 #ifdef RLSWARM_WITH_CUDA
+  // Pinned memory comes from a CUDA context, created on the calling
+  // thread's current device if it has none: the tensor's, not cuda:0.
+  const c10::cuda::CUDAGuard guard(tensor.device());
   copy.host = at::empty(tensor.sizes(), tensor.options().device(at::kCPU).pinned_memory(true));
   copy.host.copy_(tensor, /*non_blocking=*/true);
   auto event = std::make_shared<at::cuda::CUDAEvent>();

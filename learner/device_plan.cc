@@ -53,7 +53,14 @@ DevicePlan PlanDevice(const DeviceRequest& request, const DeviceInventory& inven
         "gradient through host memory; use learner.backend=nccl (or auto)");
   }
   plan.backend = cuda ? Backend::kNccl : Backend::kGloo;
-  plan.needs_group = request.world_size > 1 || plan.backend == Backend::kNccl;
+  plan.needs_group = request.world_size > 1 || backend == "nccl";
+  if (device == "auto" && !cuda && inventory.built_with_cuda) {
+    plan.fallback =
+        "learner.device=auto: training on the CPU because no CUDA device is visible to " +
+        inventory.build +
+        " (check nvidia-smi and CUDA_VISIBLE_DEVICES); set learner.device=cpu to "
+        "silence this, or learner.device=cuda to fail instead";
+  }
   return plan;
 }
 

@@ -33,16 +33,24 @@ struct DeviceInventory {
 struct DevicePlan {
   at::Device device = at::kCPU;  // cuda:local_rank on a GPU rank
   Backend backend = Backend::kGloo;
-  // A process group is built at world size > 1, and for NCCL at any world
-  // size (so the NCCL path runs on a one-GPU node too).
+  // A process group is built at world size > 1. One rank trains without
+  // one, on the CPU and on a GPU alike (no collective, no copy: plain
+  // LibTorch's cost), unless learner.backend=nccl asks for a 1-rank NCCL
+  // group, which runs the sharded path through NCCL on a one-GPU node.
   bool needs_group = false;
+  // Why learner.device=auto chose the CPU in a build that could have used
+  // a GPU (a CUDA build that sees none); empty otherwise. Callers log it
+  // as a warning: training on the CPU where a GPU was expected is slow
+  // without failing.
+  std::string fallback;
 };
 
-// auto device: cuda when the build has CUDA and a GPU is visible, else cpu;
-// auto backend: nccl on cuda, gloo on cpu. Throws InvalidArgument, naming the
-// config key and what to do instead, for: cuda on a build without CUDA or a
-// machine without a GPU; a local rank with no GPU of its own (NCCL refuses
-// two ranks on one GPU); nccl on the CPU; gloo on CUDA; unknown values.
+// auto device: cuda when the build has CUDA and a GPU is visible, else cpu
+// (with `fallback` set in a CUDA build); auto backend: nccl on cuda, gloo on
+// cpu. Throws InvalidArgument, naming the config key and what to do instead,
+// for: cuda on a build without CUDA or a machine without a GPU; a local
+// rank with no GPU of its own (NCCL refuses two ranks on one GPU); nccl on
+// the CPU; gloo on CUDA; unknown values.
 DevicePlan PlanDevice(const DeviceRequest& request, const DeviceInventory& inventory);
 
 // DeviceInventory of this process (BuiltWithCuda, CudaDeviceCount).

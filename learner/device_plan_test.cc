@@ -35,13 +35,42 @@ TEST(DevicePlanTest, AutoIsCpuAndGlooWithoutAGpuAndBuildsAGroupOnlyForSeveralRan
   }
 }
 
-TEST(DevicePlanTest, AutoOnAGpuNodeIsCudaOfTheLocalRankWithNcclEvenAtOneRank) {
+TEST(DevicePlanTest, AutoOnAGpuNodeIsCudaOfTheLocalRankWithNccl) {
   DevicePlan p = PlanDevice({"auto", "auto", 1, 4}, CudaBuild(2));
   EXPECT_EQ(p.device, at::Device(at::kCUDA, 1));
   EXPECT_EQ(p.backend, Backend::kNccl);
   DevicePlan single = PlanDevice({"cuda", "nccl", 0, 1}, CudaBuild(1));
-  EXPECT_TRUE(single.needs_group);  // the NCCL path runs on a one-GPU node
+  EXPECT_TRUE(single.needs_group);  // asked for: the NCCL path runs on a one-GPU node
   EXPECT_TRUE(PlanDevice({"cpu", "auto", 0, 2}, CudaBuild(2)).device.is_cpu());
+}
+
+// One rank on a GPU trains as one rank on the CPU does: no process group,
+// the model's direct path (no collective, no gathered copy). A 1-rank NCCL
+// group, which runs the sharded path through NCCL, only when asked for.
+TEST(DevicePlanTest, OneRankOnAGpuTrainsWithoutAGroupUnlessNcclIsAskedFor) {
+  for (const std::string device : {"auto", "cuda"}) {
+    const DevicePlan p = PlanDevice({device, "auto", 0, 1}, CudaBuild(1));
+    EXPECT_EQ(p.device, at::Device(at::kCUDA, 0)) << device;
+    EXPECT_FALSE(p.needs_group) << device;
+    EXPECT_TRUE(p.fallback.empty()) << p.fallback;
+  }
+  EXPECT_TRUE(PlanDevice({"auto", "nccl", 0, 1}, CudaBuild(1)).needs_group);
+  EXPECT_TRUE(PlanDevice({"cuda", "auto", 0, 2}, CudaBuild(2)).needs_group);
+}
+
+// learner.device=auto on a CUDA build that sees no GPU trains on the CPU
+// and says why (callers log it as a warning); on the CPU build, or when the
+// CPU was asked for, there is nothing to explain.
+TEST(DevicePlanTest, AutoFallingBackToTheCpuOnACudaBuildSaysWhy) {
+  const DevicePlan p = PlanDevice({"auto", "auto", 0, 1}, CudaBuild(0));
+  EXPECT_TRUE(p.device.is_cpu());
+  EXPECT_TRUE(Has(p.fallback, "learner.device=auto") && Has(p.fallback, "on the CPU") &&
+              Has(p.fallback, "no CUDA device is visible") &&
+              Has(p.fallback, "CUDA_VISIBLE_DEVICES") && Has(p.fallback, "LibTorch 2.11.0 (CUDA)"))
+      << p.fallback;
+  EXPECT_TRUE(PlanDevice({"auto", "auto", 0, 1}, CpuBuild()).fallback.empty());
+  EXPECT_TRUE(PlanDevice({"cpu", "auto", 0, 1}, CudaBuild(0)).fallback.empty());
+  EXPECT_TRUE(PlanDevice({"auto", "auto", 0, 1}, CudaBuild(1)).fallback.empty());
 }
 
 TEST(DevicePlanTest, CudaOnTheCpuBuildOrWithoutAGpuIsRefusedNamingCudaAndTheFix) {

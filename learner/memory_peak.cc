@@ -1,12 +1,14 @@
 #include "learner/memory_peak.h"
 
 #include <malloc.h>
+#include <torch/csrc/api/include/torch/version.h>
 
 #include <algorithm>
 #include <fstream>
 #include <string>
 
 #ifdef RLSWARM_WITH_CUDA
+#include <ATen/Context.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #endif
@@ -26,8 +28,7 @@ int64_t StatusBytes(const std::string& name) {
 
 #ifdef RLSWARM_WITH_CUDA
 // StatType::AGGREGATE is index 0 in LibTorch 1.13 and 2.x alike (its
-// namespace moved between them); untested here: no CUDA build on this
-// machine.
+// namespace moved between them).
 constexpr size_t kAggregate = 0;
 
 int64_t CudaAllocatedBytes(int device, bool peak) {
@@ -47,6 +48,15 @@ PeakMemoryMeter::PeakMemoryMeter(c10::Device device) : device_(device) { Reset()
 void PeakMemoryMeter::Reset() {
 #ifdef RLSWARM_WITH_CUDA
   if (device_.is_cuda()) {
+    // The caching allocator has no per-device state until CUDA is
+    // initialised (lazily, at the first CUDA allocation); before that its
+    // statistics calls throw "Allocator not initialized for device". A
+    // meter may be the first CUDA user of its process.
+#if TORCH_VERSION_MAJOR >= 2
+    at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
+#else
+    at::globalContext().lazyInitCUDA();
+#endif
     if (!device_.has_index()) device_ = c10::Device(c10::kCUDA, c10::cuda::current_device());
     c10::cuda::CUDACachingAllocator::resetPeakStats(device_.index());
     baseline_bytes_ = CudaAllocatedBytes(device_.index(), /*peak=*/false);

@@ -17,6 +17,8 @@
 // On CUDA (RLSWARM_WITH_CUDA builds, device cuda:N) it is the caching
 // allocator's peak of allocated bytes on that device above those allocated
 // at Reset(); memory the allocator keeps reserved but unused is not counted.
+// A meter may be built before anything else touched CUDA: it initialises
+// CUDA (and with it the allocator's statistics) itself.
 //
 // Not thread-safe: one thread owns a meter. Reset() on the CPU changes the
 // process-wide high-water mark that every other meter in the process reads.

@@ -3,11 +3,17 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "learner/testing/harness.h"
 
 int main(int argc, char** argv) {
+  // As `rlswarm learner` sets it: an NCCL error or timeout raises in the
+  // waiting thread (2: clean up only) instead of taking the process down
+  // (LibTorch 2.x's default, 3), so a test reports it. Read by every NCCL
+  // group at construction; the workers re-executed from here inherit it.
+  setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2", /*overwrite=*/0);
   if (argc > 1 && std::strcmp(argv[1], "--rlswarm-worker") == 0) {
     return rlswarm::learner::testing::WorkerMain(argc - 2, argv + 2);
   }

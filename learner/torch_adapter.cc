@@ -1,10 +1,13 @@
 #include "learner/torch_adapter.h"
 
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/StorageImpl.h>
 #include <torch/csrc/api/include/torch/cuda.h>
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #ifdef RLSWARM_WITH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -92,6 +95,21 @@ bool CanSumBFloat16(const CollectiveGroup& group) {
 
 bool CanMoveBFloat16(const CollectiveGroup& group) { return CanSumBFloat16(group); }
 
+bool HasFlatAllGather(const CollectiveGroup& group) {
+  if (BackendName(group) == "nccl") return true;
+  return TORCH_VERSION_MAJOR >= 2;
+}
+
+bool WaitsOnStreams(const CollectiveGroup& group) { return BackendName(group) == "nccl"; }
+
+void SetThreadDevice(const at::Device& device) {
+#ifdef RLSWARM_WITH_CUDA
+  if (device.is_cuda() && device.has_index()) c10::cuda::set_device(device.index());
+#else
+  (void)device;
+#endif
+}
+
 double DeviceDurationSeconds(const c10d::Work& work) {
 #if TORCH_VERSION_MAJOR >= 2
   try {
@@ -109,6 +127,9 @@ void ReleaseStorage(const at::Tensor& tensor) { tensor.storage().unsafeGetStorag
 
 void ReallocateStorage(const at::Tensor& tensor, size_t nbytes) {
   c10::StorageImpl* impl = tensor.storage().unsafeGetStorageImpl();
+  // The CUDA caching allocator's allocate() serves the calling thread's
+  // current device, not the storage's.
+  const c10::DeviceGuard guard(impl->device());
   impl->set_data_ptr_noswap(impl->allocator()->allocate(nbytes));
   impl->set_nbytes(nbytes);
 }

@@ -79,18 +79,40 @@ bool CanSumBFloat16(const CollectiveGroup& group);
 // The backend can move bfloat16 tensors (Gloo in 1.13 cannot: an all-gather
 // then moves them as half, the same bytes).
 bool CanMoveBFloat16(const CollectiveGroup& group);
+// The backend gathers into one flat buffer (`_allgather_base`): NCCL, and
+// Gloo from LibTorch 2.x on (which runs its list form over the buffer's
+// chunks; 1.13's Gloo throws). The list form (`allgather` into N views)
+// makes NCCL gather into a fresh flat buffer of its own and copy it into
+// the views: twice the unit's memory and a device copy per all-gather.
+bool HasFlatAllGather(const CollectiveGroup& group);
+// Waiting for the backend's work orders streams instead of blocking the
+// host (NCCL): Work::wait() makes the current CUDA stream wait for the
+// collective's stream and returns. Given a timeout, LibTorch 2.x's
+// WorkNCCL::wait instead polls on the host (1 ms sleeps) until the
+// collective has finished, so such a group is waited on without one; the
+// group's own timeout (NCCL's watchdog) bounds a collective there.
+bool WaitsOnStreams(const CollectiveGroup& group);
 
 // How long a completed collective ran on its device, from the backend's own
 // CUDA events (NCCL in LibTorch 2.x, with TORCH_NCCL_ENABLE_TIMING=1); a
 // negative value where the backend or the release does not time its work.
 double DeviceDurationSeconds(const c10d::Work& work);
 
+// Makes `device` the calling thread's current CUDA device (a no-op for the
+// CPU and in builds without CUDA). CUDA's current device is per thread and
+// starts as cuda:0: every thread that allocates or launches for a rank on
+// cuda:N without naming the device (the caching allocator's raw allocate,
+// pinned host memory, device-wide synchronisation) must set it first.
+void SetThreadDevice(const at::Device& device);
+
 // Frees the memory behind `tensor`'s storage in place: every view of it
 // (those autograd saved included) stays valid and sees 0 bytes until
 // ReallocateStorage. `resize_(0)` on an alias would not free it.
 void ReleaseStorage(const at::Tensor& tensor);
 // Gives a released storage `nbytes` of fresh memory from its own allocator
-// (the CUDA caching allocator for a CUDA tensor).
+// (the CUDA caching allocator for a CUDA tensor), on the storage's own
+// device whatever the calling thread's current device (an autograd device
+// thread, the training thread).
 void ReallocateStorage(const at::Tensor& tensor, size_t nbytes);
 // ReleaseStorage that hands the memory to the caller instead of freeing it,
 // to give to another released storage with AdoptStorage: buffers that are

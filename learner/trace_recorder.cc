@@ -16,18 +16,11 @@
 namespace rlswarm::learner {
 
 std::atomic<bool> TraceRecorder::enabled_{false};
+std::atomic<bool> TraceRecorder::nvtx_ranges_{false};
 
 TraceRecorder& TraceRecorder::Global() {
   static TraceRecorder* recorder = new TraceRecorder();  // never destroyed: hooks run late
   return *recorder;
-}
-
-bool TraceRecorder::Active() {
-#ifdef RLSWARM_WITH_CUDA
-  return true;
-#else
-  return Enabled();
-#endif
 }
 
 int64_t TraceRecorder::NowNs() {
@@ -145,7 +138,8 @@ void TraceSpan::BeginAt(int64_t start_ns, std::string name, std::string category
   if (!active_) return;
   event_.start_ns = start_ns;
 #ifdef RLSWARM_WITH_CUDA
-  nvtx_range_ = nvtxRangeStartA(name.c_str());
+  nvtx_ = TraceRecorder::NvtxRanges();
+  if (nvtx_) nvtx_range_ = nvtxRangeStartA(name.c_str());
 #endif
   event_.name = std::move(name);
   event_.category = std::move(category);
@@ -160,7 +154,7 @@ void TraceSpan::EndAt(int64_t end_ns, std::vector<std::pair<std::string, int64_t
   if (!active_) return;
   active_ = false;
 #ifdef RLSWARM_WITH_CUDA
-  nvtxRangeEnd(nvtx_range_);
+  if (nvtx_) nvtxRangeEnd(nvtx_range_);
 #endif
   event_.end_ns = end_ns;
   event_.args = std::move(args);
@@ -177,8 +171,10 @@ TraceScope::TraceScope(const char* prefix, const std::string& suffix) {
 
 void TraceScope::Begin(std::string name) {
 #ifdef RLSWARM_WITH_CUDA
-  nvtxRangePushA(name.c_str());
-  nvtx_ = true;
+  if (TraceRecorder::NvtxRanges()) {
+    nvtxRangePushA(name.c_str());
+    nvtx_ = true;
+  }
 #endif
   recording_ = TraceRecorder::Enabled();
   if (!recording_) return;

@@ -9,11 +9,12 @@
 // and kind, its bytes in `args`. The rank is the pid.
 //
 // Off and free when not tracing: every hook first reads one relaxed atomic
-// (TraceRecorder::Enabled) and builds no name, takes no lock and reads no
-// clock while it is false. In CUDA builds (RLSWARM_WITH_CUDA) the same
-// spans are also NVTX ranges, always (Nsight Systems shows them; without a
-// tool attached an NVTX call is a no-op), which is why hooks test
-// TraceRecorder::Active() rather than Enabled().
+// (TraceRecorder::Active) and registers no hook, builds no name, takes no
+// lock and reads no clock while it is false. In CUDA builds
+// (RLSWARM_WITH_CUDA) the same spans can also be NVTX ranges, for Nsight
+// Systems: only when asked for (SetNvtxRanges, `rlswarm learner --nvtx`),
+// since every range costs a name and a hook per unit even where no tool
+// listens. Active() = recording or NVTX ranges asked for.
 //
 // Times are steady_clock nanoseconds; the JSON gives microseconds since
 // Start(). Ranks that call Start() right after one collective barrier
@@ -49,9 +50,14 @@ class TraceRecorder {
   // and sharded_model.cc record here).
   static TraceRecorder& Global();
   static bool Enabled() { return enabled_.load(std::memory_order_relaxed); }
-  // Enabled(), or a CUDA build (NVTX ranges are emitted even when not
-  // recording).
-  static bool Active();
+  // Enabled(), or NVTX ranges were asked for in a CUDA build.
+  static bool Active() {
+    return Enabled() || (kNvtxBuilt && nvtx_ranges_.load(std::memory_order_relaxed));
+  }
+  // Emit every span as an NVTX range too, recording or not. Has no effect
+  // in a build without CUDA (no NVTX there).
+  static void SetNvtxRanges(bool on) { nvtx_ranges_.store(on); }
+  static bool NvtxRanges() { return kNvtxBuilt && nvtx_ranges_.load(); }
   static int64_t NowNs();  // steady_clock
 
   // Drops what was recorded and records from now on, as `rank`; `origin_ns`
@@ -71,7 +77,13 @@ class TraceRecorder {
   std::string ToChromeJson() const;
 
  private:
+#ifdef RLSWARM_WITH_CUDA
+  static constexpr bool kNvtxBuilt = true;
+#else
+  static constexpr bool kNvtxBuilt = false;
+#endif
   static std::atomic<bool> enabled_;
+  static std::atomic<bool> nvtx_ranges_;
   mutable Mutex mu_;
   std::vector<TraceEvent> events_ RLSWARM_GUARDED_BY(mu_);
   int rank_ RLSWARM_GUARDED_BY(mu_) = 0;
@@ -103,11 +115,12 @@ class TraceSpan {
  private:
   TraceEvent event_;
   uint64_t nvtx_range_ = 0;
+  bool nvtx_ = false;
   bool active_ = false;
 };
 
 // A compute span for the current scope, on the calling thread's track (and
-// an NVTX push/pop range in CUDA builds). `name` is read only when Active().
+// an NVTX push/pop range when NVTX ranges are on). `name` is read only when Active().
 class TraceScope {
  public:
   explicit TraceScope(const char* name);

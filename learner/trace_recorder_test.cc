@@ -18,12 +18,38 @@
 #include "common/errors.h"
 #include "common/testing/child_process.h"
 #include "learner/testing/harness.h"
+#include "learner/torch_adapter.h"
 
 namespace rlswarm::learner {
 namespace {
 
 namespace th = ::rlswarm::learner::testing;
 using nlohmann::json;
+
+// Hooks, span names and NVTX ranges cost something on every update: none
+// of them unless a trace is recording or NVTX ranges were asked for, in a
+// CUDA build as in a CPU one.
+TEST(TraceRecorderTest, InactiveUnlessRecordingOrAskedForNvtxRanges) {
+  TraceRecorder::Global().Stop();
+  EXPECT_FALSE(TraceRecorder::NvtxRanges());  // off until asked for
+  EXPECT_FALSE(TraceRecorder::Active());
+  TraceRecorder::SetNvtxRanges(false);
+  EXPECT_FALSE(TraceRecorder::Active());
+  TraceSpan span;
+  span.Begin("all-gather", "collective", "all-gather");
+  EXPECT_FALSE(span.active());
+
+  TraceRecorder::SetNvtxRanges(true);
+  // NVTX exists in CUDA builds only; elsewhere asking for it changes nothing.
+  EXPECT_EQ(TraceRecorder::Active(), BuiltWithCuda());
+  EXPECT_EQ(TraceRecorder::NvtxRanges(), BuiltWithCuda());
+  TraceRecorder::SetNvtxRanges(false);
+
+  TraceRecorder::Global().Start(0);
+  EXPECT_TRUE(TraceRecorder::Active());
+  TraceRecorder::Global().Stop();
+  EXPECT_FALSE(TraceRecorder::Active());
+}
 
 TEST(TraceRecorderTest, RecordsNothingWhenNotStarted) {
   TraceRecorder& recorder = TraceRecorder::Global();

@@ -29,7 +29,8 @@ constexpr std::chrono::seconds kCommandDeadline{120};
 
 // Runs the binary with `args` (split at spaces, as a shell would split
 // them: no argument holds one).
-CommandResult Rlswarm(const std::string& args, Captured captured = Captured::kStdoutAndStderr) {
+CommandResult Rlswarm(const std::string& args, Captured captured = Captured::kStdoutAndStderr,
+                      const std::vector<std::string>& env = {}) {
   std::vector<std::string> argv = {RLSWARM_BINARY};
   std::istringstream words(args);
   for (std::string word; words >> word;) argv.push_back(word);
@@ -37,6 +38,7 @@ CommandResult Rlswarm(const std::string& args, Captured captured = Captured::kSt
   rlswarm::testing::ChildProcessOptions options;
   options.out = captured == Captured::kStderr ? Sink::kNull : Sink::kCapture;
   options.err = captured == Captured::kStdout ? Sink::kNull : Sink::kCapture;
+  options.env = env;
   rlswarm::testing::ChildProcess child(argv, options);
   CommandResult run;
   run.out = child.ReadAll(kCommandDeadline);
@@ -164,16 +166,18 @@ TEST(CliTest, ConfigErrorsExitTwoAndNameTheKey) {
   EXPECT_NE(run.out.find("command-line override"), std::string::npos) << run.out;
 }
 
-// On a machine without a GPU (every CI machine) asking the learner for CUDA
-// fails at once with a config error that names CUDA and the key: on the 1.13
-// build because it has no CUDA, on the CUDA build because no GPU is visible.
+// Without a GPU asking the learner for CUDA fails at once with a config
+// error that names CUDA and the key: on the 1.13 build because it has no
+// CUDA, on the CUDA build because no GPU is visible (CUDA_VISIBLE_DEVICES
+// hides any the machine has, so a GPU machine checks the same refusal).
 // Neither hangs, aborts or reaches the rendezvous; the same for NCCL on the
 // CPU.
 TEST(CliTest, LearnerOnCudaWithoutAGpuExitsTwoNamingCuda) {
   const std::string config = std::string(RLSWARM_CONFIGS_DIR) + "/cartpole.yaml";
   // (cartpole.yaml checkpoints every N updates, which needs a checkpoint_dir.)
   const std::string learner = "learner --config " + config + " learner.checkpoint_interval=0";
-  const CommandResult cuda = Rlswarm(learner + " learner.device=cuda");
+  const CommandResult cuda = Rlswarm(learner + " learner.device=cuda", Captured::kStdoutAndStderr,
+                                     {"CUDA_VISIBLE_DEVICES="});
   EXPECT_EQ(cuda.exit_code, 2) << cuda.out;
   EXPECT_NE(cuda.out.find("learner.device=cuda"), std::string::npos) << cuda.out;
   EXPECT_NE(cuda.out.find("CUDA"), std::string::npos) << cuda.out;

@@ -48,6 +48,27 @@ std::string RunWorkersOnce(const std::string& scenario, int world_size,
                            std::chrono::seconds deadline);
 std::vector<int> ExitCodes(const std::string& dir);
 
+// Every collective of the adapter on `comm`, on tensors of `device`, against
+// values each rank can compute alone; one line "<name> <verdict>" each to
+// <dir>/collectives.rank<r>.txt (worker.cc).
+void CheckCollectives(Communicator& comm, const std::string& dir, const at::Device& device);
+// Waits for the work queued on `device` (a no-op on the CPU).
+void SyncDevice(const at::Device& device);
+
+// The GPU primitives CudaPrimitivesTest checks (cuda_primitives_scenario.cc),
+// rank 0 of a 1-rank NCCL group on cuda:0, NCCL's timing on: CheckCollectives
+// on CUDA tensors, then one "<name> <value>" line each to
+// <dir>/cuda_primitives.txt: storage released, re-allocated, taken and
+// adopted keeps its device and data; the host time a collective's Wait()
+// blocks behind a ~50 ms kernel, and that kernel's time; a batch staged
+// and a device tensor copied to the host while the compute stream is busy
+// (host time of each call, and whether the data arrived).
+void RunCudaPrimitivesScenario(const ProcessGroupHandle& pg, const std::string& dir);
+// A PeakMemoryMeter on cuda:0 as the very first CUDA call of a process,
+// then 64 MiB allocated: writes "meter_first <peak bytes>" to
+// <dir>/meter_first.txt (throws where the meter cannot be built first).
+void RunMeterFirstScenario(const std::string& dir);
+
 // The checkpoint and publishing scenarios (dqn_scenarios.cc): "ckpt_save",
 // "ckpt_resume", "publish".
 void RunDqnScenario(const std::string& scenario, std::shared_ptr<Communicator> comm,

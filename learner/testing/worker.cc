@@ -4,6 +4,8 @@
 //     parameters to <dir>/<case>.bin, every rank its byte counts to
 //     <dir>/<case>.rank<r>.txt.
 //   health: RunHealthScenario (harness.h) on "full_shard_clipped".
+//   cuda_primitives, meter_first: RunCudaPrimitivesScenario and
+//     RunMeterFirstScenario (harness.h).
 //   hybrid: RunHybridScenario (harness.h, hybrid_scenario.cc).
 //   die, die_in_backward: rank 1 exits abruptly before step 2's forward
 //     (or between its forward and backward); the survivors must fail with a
@@ -24,58 +26,31 @@
 #include "learner/testing/harness.h"
 
 namespace rlswarm::learner::testing {
-namespace {
 
-struct WorkerArgs {
-  std::string scenario;
-  int rank = 0;
-  int world_size = 1;
-  uint16_t port = 0;
-  std::string dir;
-};
-
-ProcessGroupHandle Join(const WorkerArgs& a, std::chrono::milliseconds timeout,
-                        Backend backend = Backend::kGloo) {
-  RendezvousOptions o;
-  o.backend = backend;
-  o.local_rank = a.rank;  // one host: rank r on cuda:r
-  o.master_addr = "127.0.0.1";
-  o.master_port = a.port;
-  o.rank = a.rank;
-  o.world_size = a.world_size;
-  o.timeout = timeout;
-  o.host_store = false;  // the parent test hosts it
-  o.gloo_hostname = "127.0.0.1";
-  return Rendezvous(o);
-}
-
-// Every collective of the adapter on this group, against values each rank
-// can compute alone; one line "<name> <verdict>" each to
-// <dir>/collectives.rank<r>.txt.
-void CheckCollectives(Communicator& comm, const WorkerArgs& a) {
-  const int n = a.world_size;
-  const int r = a.rank;
-  std::ofstream out(a.dir + "/collectives.rank" + std::to_string(r) + ".txt");
+void CheckCollectives(Communicator& comm, const std::string& dir, const at::Device& device) {
+  const int n = comm.world_size();
+  const int r = comm.rank();
+  std::ofstream out(dir + "/collectives.rank" + std::to_string(r) + ".txt");
   // Rank q contributes (i mod 5) + q at element i: small integers, so every
   // sum is exact in bfloat16 too.
-  auto contribution = [](int64_t numel, int q, at::ScalarType dtype) {
-    return (at::arange(numel, at::kDouble).remainder(5) + q).to(dtype);
+  auto contribution = [&device](int64_t numel, int q, at::ScalarType dtype) {
+    return (at::arange(numel, at::kDouble).remainder(5) + q).to(device, dtype);
   };
   auto sum_over_ranks = [&](int64_t numel, at::ScalarType dtype) {
-    at::Tensor s = at::zeros({numel}, at::kDouble);
+    at::Tensor s = at::zeros({numel}, at::TensorOptions().dtype(at::kDouble).device(device));
     for (int q = 0; q < n; ++q) s += contribution(numel, q, at::kDouble);
     return s.to(dtype);
   };
   const int64_t k = 7;  // odd, so nothing lines up by accident
   for (at::ScalarType dtype : {at::kFloat, at::kDouble, at::kBFloat16}) {
     const std::string t = c10::toString(dtype);
-    at::Tensor full = at::empty({k * n}, at::TensorOptions().dtype(dtype));
+    at::Tensor full = at::empty({k * n}, at::TensorOptions().dtype(dtype).device(device));
     comm.AllGather(contribution(k, r, dtype), full, "all-gather " + t).Wait();
-    at::Tensor expected = at::empty({k * n}, at::TensorOptions().dtype(dtype));
+    at::Tensor expected = at::empty({k * n}, at::TensorOptions().dtype(dtype).device(device));
     for (int q = 0; q < n; ++q) expected.narrow(0, q * k, k).copy_(contribution(k, q, dtype));
     out << "allgather_" << t << " " << (at::equal(full, expected) ? "ok" : "wrong") << "\n";
   }
-  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+  for (at::ScalarType dtype : {at::kFloat, at::kDouble, at::kBFloat16}) {
     const std::string t = c10::toString(dtype);
     for (ReduceScatterImpl impl : {ReduceScatterImpl::kAllToAll, ReduceScatterImpl::kAllReduce,
                                    ReduceScatterImpl::kNative, ReduceScatterImpl::kAuto}) {
@@ -119,8 +94,38 @@ void CheckCollectives(Communicator& comm, const WorkerArgs& a) {
   comm.ControlAllReduceSum(flag, "control");
   out << "control_allreduce " << (flag.item<double>() == n * (n - 1) / 2.0 ? "ok" : "wrong")
       << "\n";
+  // NCCL's busy time is its device timing, read once the device is done.
+  if (comm.stream_ordered()) {
+    SyncDevice(device);
+    comm.CollectDeviceTimings();
+  }
   out << "stats " << (comm.stats().collectives > 0 && comm.stats().busy_seconds > 0 ? "ok" : "none")
       << "\n";
+}
+
+namespace {
+
+struct WorkerArgs {
+  std::string scenario;
+  int rank = 0;
+  int world_size = 1;
+  uint16_t port = 0;
+  std::string dir;
+};
+
+ProcessGroupHandle Join(const WorkerArgs& a, std::chrono::milliseconds timeout,
+                        Backend backend = Backend::kGloo) {
+  RendezvousOptions o;
+  o.backend = backend;
+  o.local_rank = a.rank;  // one host: rank r on cuda:r
+  o.master_addr = "127.0.0.1";
+  o.master_port = a.port;
+  o.rank = a.rank;
+  o.world_size = a.world_size;
+  o.timeout = timeout;
+  o.host_store = false;  // the parent test hosts it
+  o.gloo_hostname = "127.0.0.1";
+  return Rendezvous(o);
 }
 
 // die_rank_at_step2 exits (no cleanup: a crash) at step 2, before the
@@ -144,7 +149,7 @@ void TrainSteps(ShardedModel& model, const models::ModelSpec& spec, int rank, in
 void Equivalence(const WorkerArgs& a) {
   ProcessGroupHandle pg = Join(a, std::chrono::milliseconds(10000));
   auto comm = std::make_shared<Communicator>(pg.group, a.rank, a.world_size, pg.timeout);
-  CheckCollectives(*comm, a);
+  CheckCollectives(*comm, a.dir, at::kCPU);
   for (const TrainCase& c : EquivalenceCases()) {
     models::ModelSpec spec = CaseSpec(c.model);
     ShardedModel model(spec, c.options, comm);
@@ -226,6 +231,13 @@ int WorkerMain(int argc, char** argv) {
       Equivalence(a);
     } else if (a.scenario == "cuda_equivalence") {
       CudaEquivalence(a);
+    } else if (a.scenario == "cuda_primitives") {
+      // NCCL times its collectives (CUDA events) only when this is set
+      // before the group is built.
+      setenv("TORCH_NCCL_ENABLE_TIMING", "1", /*overwrite=*/1);
+      RunCudaPrimitivesScenario(Join(a, std::chrono::milliseconds(60000), Backend::kNccl), a.dir);
+    } else if (a.scenario == "meter_first") {
+      RunMeterFirstScenario(a.dir);
     } else if (a.scenario == "health") {
       ProcessGroupHandle pg = Join(a, std::chrono::milliseconds(10000));
       auto comm = std::make_shared<Communicator>(pg.group, a.rank, a.world_size, pg.timeout);
