@@ -163,7 +163,9 @@ TEST(DqnLearnerTest, TwoRanksSampleTheirSharesAndDriveTheTdErrorDown) {
     int64_t items = 0;
     double first = 0, last = 0;
     in >> items >> first >> last;
-    EXPECT_EQ(items, 201 * 32) << r;  // 200 updates + the prefetched next batch
+    // 200 updates, and the next batch if its prefetch (on the feed's thread)
+    // was answered before the count was read: under load it may not be.
+    EXPECT_TRUE(items == 200 * 32 || items == 201 * 32) << r << ": " << items;
     EXPECT_GT(first, 0.5) << r;
     EXPECT_LT(last, 0.5 * first) << r << ": first " << first << " last " << last;
   }
