@@ -150,7 +150,9 @@ TEST_P(ShardedTrainingTest, Bf16GradientReductionStaysCloseToFloat64WhereGlooSum
 // case trained by one rank, where nothing is reduced; a world-N run differs
 // from it only in how the ranks' partial gradients were summed, while
 // skipping the reduction leaves each rank's shard trained on its own rows.
-constexpr double kBf16Tolerance = 2e-3;
+// Measured: 3e-4 to 1.1e-3 (bf16 compute), 3e-4 to 1.5e-3 (bf16 reduce, 2.x),
+// against 0.063 to 0.076 for the control, at 2 and 3 ranks.
+constexpr double kBf16Tolerance = 4e-3;
 
 double Bf16DiffFromOneRank(int world_size, const std::string& name, const std::string& reference) {
   const std::vector<double> run = th::ReadDoubles(EquivalenceDir(world_size) + "/" + name + ".bin");
