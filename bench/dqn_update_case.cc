@@ -159,16 +159,7 @@ nlohmann::json MeasureDqnUpdate(const std::string& config_file, int64_t batch,
   learner::DqnLearner learner(spec, lo, learner::ShardMesh{});
   learner::BatchStager stager(device);
 
-  PlainDqnOptions po;
-  po.lr = config.learner.lr;
-  po.adam_eps = config.learner.optimizer_eps;
-  po.max_grad_norm = config.learner.max_grad_norm;
-  po.huber_delta = config.learner.huber_delta;
-  po.double_q = config.learner.double_q;
-  po.target_tau = config.learner.target_tau;
-  po.target_update_interval = config.learner.target_update_interval;
-  po.seed = config.model.seed;
-  PlainDqn plain(spec, po, device);
+  PlainDqn plain(spec, PlainDqnOptionsOf(config), device);
 
   const replay::SampledBatch sampled =
       RandomTransitions(config.TransitionSignature(), batch, spec.num_actions);

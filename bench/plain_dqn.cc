@@ -182,18 +182,7 @@ int Run(const std::string& config_file, const std::vector<std::string>& override
   NStepReturns n_step(m, config.actor.n_step, config.actor.gamma, obs_bytes);
   const rs::actors::ExplorationOptions exploration = config.actor.ToExplorationOptions();
 
-  rs::bench::PlainDqnOptions o;
-  o.lr = learner.lr;
-  o.adam_eps = learner.optimizer_eps;
-  o.max_grad_norm = learner.max_grad_norm;
-  o.huber_delta = learner.huber_delta;
-  o.double_q = learner.double_q;
-  o.target_tau = learner.target_tau;
-  o.target_update_interval = learner.target_update_interval;
-  o.seed = config.model.seed;
-  rs::bench::PlainDqn dqn(config.ModelSpec(), o);
-  if (learner.optimizer != "adam")
-    throw rs::InvalidArgument("plain_dqn: learner.optimizer adam only");
+  rs::bench::PlainDqn dqn(config.ModelSpec(), rs::bench::PlainDqnOptionsOf(config));
 
   rs::evaluate::PolicyEvaluator evaluator(rs::config::MakeEvaluatorOptions(config),
                                           config.ModelSpec(), config.model.seed);

@@ -8,7 +8,27 @@
 // clang-format on
 #include <torch/optim/adam.h>
 
+#include "common/errors.h"
+#include "config/experiment_config.h"
+
 namespace rlswarm::bench {
+
+PlainDqnOptions PlainDqnOptionsOf(const config::ExperimentConfig& config) {
+  if (config.learner.optimizer != "adam") {
+    throw InvalidArgument("the plain DQN update is Adam's; learner.optimizer is " +
+                          config.learner.optimizer);
+  }
+  PlainDqnOptions o;
+  o.lr = config.learner.lr;
+  o.adam_eps = config.learner.optimizer_eps;
+  o.max_grad_norm = config.learner.max_grad_norm;
+  o.huber_delta = config.learner.huber_delta;
+  o.double_q = config.learner.double_q;
+  o.target_tau = config.learner.target_tau;
+  o.target_update_interval = config.learner.target_update_interval;
+  o.seed = config.model.seed;
+  return o;
+}
 
 struct PlainDqn::Optimizer {
   torch::optim::Adam adam;

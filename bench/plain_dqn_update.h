@@ -22,6 +22,10 @@
 
 #include "models/model_spec.h"
 
+namespace rlswarm::config {
+struct ExperimentConfig;
+}  // namespace rlswarm::config
+
 namespace rlswarm::bench {
 
 struct PlainDqnOptions {
@@ -34,6 +38,11 @@ struct PlainDqnOptions {
   int64_t target_update_interval = 100;
   uint64_t seed = 0;  // initial parameters (models::InitLayerFlat)
 };
+
+// The learner section's optimizer, loss and target settings and the model
+// seed of `config`. Throws InvalidArgument unless learner.optimizer is adam
+// (the plain update is torch::optim::Adam's).
+PlainDqnOptions PlainDqnOptionsOf(const config::ExperimentConfig& config);
 
 // One batch of n-step transitions as tensors: observations in the
 // env's dtype ([B, ...]), actions int64 [B], rewards and discounts float32
