@@ -327,8 +327,7 @@ lrn::ShardedModelOptions OptionsFor(const Config& cfg, const mdl::ModelSpec& spe
 // direct-path model on the same local batch), for the CUDA overlap figure.
 json Describe(const Config& cfg, const std::string& model, int64_t batch, const Variant& var,
               lrn::ShardedModel& net, double updates_per_sec, int64_t updates,
-              int64_t bench_collectives, int64_t measured_peak_bytes,
-              double compute_only_seconds = 0) {
+              int64_t measured_peak_bytes, double compute_only_seconds = 0) {
   lrn::Communicator& comm = net.communicator();
   comm.CollectDeviceTimings();
   const lrn::CommStats stats = comm.stats();
@@ -364,11 +363,10 @@ json Describe(const Config& cfg, const std::string& model, int64_t batch, const 
   j["updates_per_sec"] = updates_per_sec;
   j["state_bytes_per_rank"] = state.Total();
   j["unsharded_state_bytes"] = net.UnshardedStateBytes().Total();
-  // The bench's own iteration-count all-reduces (8 bytes each) are excluded.
-  j["comm_bytes_per_update"] =
-      static_cast<double>(stats.bytes_sent - bench_collectives * 8) / updates;
-  j["collectives_per_update"] =
-      static_cast<double>(stats.collectives - bench_collectives) / updates;
+  // The bench's own iteration-count agreements go through the control plane
+  // (ControlAllReduceSum), which CommStats does not count: nothing to take off.
+  j["comm_bytes_per_update"] = static_cast<double>(stats.bytes_sent) / updates;
+  j["collectives_per_update"] = static_cast<double>(stats.collectives) / updates;
   j["forward_prefetch"] = var.prefetch;
   j["backward_prefetch"] = var.prefetch;
   j["peak_bytes_per_rank"] =
@@ -444,8 +442,8 @@ json MeasureWorld1(const Config& cfg, const std::string& model, int64_t batch) {
   }
   json rows = json::array();
   for (size_t v = 0; v < variants.size(); ++v) {
-    json row = Describe(cfg, model, batch, variants[v], *nets[v], Median(reps[v]), counts[v], 0,
-                        measured[v]);
+    json row =
+        Describe(cfg, model, batch, variants[v], *nets[v], Median(reps[v]), counts[v], measured[v]);
     row["plain_updates_per_sec"] = Median(plain_reps);
     rows.push_back(row);
   }
@@ -519,7 +517,7 @@ json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, 
     reps.push_back(n / std::chrono::duration<double>(Clock::now() - t0).count());
     total_iters += n + 5;
   }
-  return Describe(cfg, model, batch, var, net, Median(reps), total_iters, cfg.reps, measured_peak,
+  return Describe(cfg, model, batch, var, net, Median(reps), total_iters, measured_peak,
                   compute_only_seconds);
 }
 
