@@ -498,6 +498,19 @@ json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, 
     g_trace.clear();
   }
   for (int i = 0; i < 5; ++i) update();
+  // At world > 1, rank 0 also times plain LibTorch on the global batch after
+  // each repetition (the other ranks wait in the next iteration-count
+  // agreement), so the row's baseline comes from the same minutes as it.
+  std::optional<torch::nn::Sequential> plain;
+  std::optional<torch::optim::Adam> plain_opt;
+  torch::Tensor plain_x, plain_y;
+  std::vector<double> plain_reps;
+  if (world > 1 && comm->rank() == 0) {
+    plain = PlainModel(model);
+    (*plain)->to(g_device);
+    plain_opt.emplace((*plain)->parameters(), torch::optim::AdamOptions(1e-3));
+    std::tie(plain_x, plain_y) = RandomBatch(spec, batch);
+  }
   std::vector<double> reps;
   int64_t total_iters = 0;
   net.communicator().ResetStats();
@@ -516,9 +529,18 @@ json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, 
     SyncDevice();
     reps.push_back(n / std::chrono::duration<double>(Clock::now() - t0).count());
     total_iters += n + 5;
+    if (plain) {
+      plain_reps.push_back(TimeLocal(cfg.seconds, [&] {
+        plain_opt->zero_grad();
+        torch::mse_loss((*plain)->forward(plain_x), plain_y).backward();
+        plain_opt->step();
+      }));
+    }
   }
-  return Describe(cfg, model, batch, var, net, Median(reps), total_iters, measured_peak,
-                  compute_only_seconds);
+  json row = Describe(cfg, model, batch, var, net, Median(reps), total_iters, measured_peak,
+                      compute_only_seconds);
+  if (!plain_reps.empty()) row["plain_updates_per_sec"] = Median(plain_reps);
+  return row;
 }
 
 json RunAll(const Config& cfg, const std::shared_ptr<lrn::Communicator>& comm) {
@@ -875,12 +897,16 @@ int main(int argc, char** argv) {
       if (model == "cartpole_mlp") model = "mlp";
       const auto key =
           std::make_tuple(model, row["batch"].get<int64_t>(), row["threads_per_rank"].get<int>());
-      if (!plain.count(key)) {
-        at::set_num_threads(std::get<2>(key));
-        plain[key] = PlainUpdatesPerSec(cfg, model, std::get<1>(key));
-        at::set_num_threads(cfg.threads.front());
+      // World > 1 rows bring their own baseline, timed between their
+      // repetitions (MeasureSharded); the others take world 1's.
+      if (!row.contains("plain_updates_per_sec")) {
+        if (!plain.count(key)) {
+          at::set_num_threads(std::get<2>(key));
+          plain[key] = PlainUpdatesPerSec(cfg, model, std::get<1>(key));
+          at::set_num_threads(cfg.threads.front());
+        }
+        row["plain_updates_per_sec"] = plain[key];
       }
-      row["plain_updates_per_sec"] = plain[key];
       results.push_back(row);
     }
   }
