@@ -122,4 +122,5 @@ NB_MODULE(_core, m) {
   BindEnv(m);
   BindVectorEnv(m);
   BindReplay(m);
+  BindNStep(m);
 }
