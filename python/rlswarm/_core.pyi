@@ -191,6 +191,19 @@ class NStepAccumulator:
     def take_ready(self) -> dict[str, npt.NDArray[Any]]:
         """Moves the ready transitions out as columns (byte columns flat uint8)."""
 
+class BroadcastPublisher:
+    """Publishes versioned frames (rpc/broadcast.h)."""
+
+    def __init__(self, endpoint: str, snapshot_endpoint: str) -> None: ...
+    def publish(self, version: int, frames: list[npt.NDArray[Any]]) -> None:
+        """Publishes the frames as one version (> the last); never blocks on subscribers."""
+    @property
+    def endpoint(self) -> str: ...
+    @property
+    def snapshot_endpoint(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+
 def _measure_cpp_sampler(endpoints: list[str], batch_size: int, seconds: float) -> float:
     """bench/python_bench.py's baseline: C++ Sample calls per second."""
 

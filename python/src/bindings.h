@@ -24,6 +24,8 @@ void BindVectorEnv(nanobind::module_& m);
 void BindReplay(nanobind::module_& m);
 // Registers rlswarm._core.NStepAccumulator (replay/service/n_step.h).
 void BindNStep(nanobind::module_& m);
+// Registers rlswarm._core.BroadcastPublisher (rpc/broadcast.h).
+void BindBroadcast(nanobind::module_& m);
 
 // A 1-D NumPy array that owns the vector's memory (moved, not copied).
 template <typename T>

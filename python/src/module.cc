@@ -123,4 +123,5 @@ NB_MODULE(_core, m) {
   BindVectorEnv(m);
   BindReplay(m);
   BindNStep(m);
+  BindBroadcast(m);
 }
