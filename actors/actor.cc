@@ -101,8 +101,8 @@ void Actor::SendReady(bool force) {
   // The columns go to the writer as they are: the batches' frames point into
   // them, and the shared owner keeps them alive until every batch is
   // acknowledged or dropped.
-  auto owner = std::make_shared<const TransitionColumns>(n_step_.TakeReady());
-  const TransitionColumns& t = *owner;
+  auto owner = std::make_shared<const replay::TransitionColumns>(n_step_.TakeReady());
+  const replay::TransitionColumns& t = *owner;
   const std::size_t obs_bytes = env_.observation_bytes();
   const std::size_t action_bytes = policy_->action_bytes();
   const auto& obs_spec = env_.spec().observation;

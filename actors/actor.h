@@ -33,9 +33,9 @@
 #include <vector>
 
 #include "actors/exploration.h"
-#include "actors/n_step.h"
 #include "common/thread_annotations.h"
 #include "envs/vector_env.h"
+#include "replay/service/n_step.h"
 #include "replay/service/replay_writer.h"
 #include "rpc/broadcast.h"
 
@@ -54,7 +54,7 @@ struct ActorOptions {
   std::int64_t num_actors = 1;
   std::string env_name = "CartPole-v1";
   envs::VectorEnvOptions env;
-  NStepOptions n_step;
+  replay::NStepOptions n_step;
   ExplorationOptions exploration;
   std::uint64_t seed = 0;      // envs and exploration of actor i derive from (seed, i)
   std::int64_t max_steps = 0;  // env steps of this actor (M per loop); 0 = until Stop()
@@ -126,7 +126,7 @@ class Actor {
   const ActorOptions options_;
   envs::VectorEnv env_;
   std::unique_ptr<ActingPolicy> policy_;
-  NStepAccumulator n_step_;
+  replay::NStepAccumulator n_step_;
   replay::ReplayWriter writer_;
   std::unique_ptr<WeightsFollower> weights_;
   std::atomic<bool> stop_{false};

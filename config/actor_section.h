@@ -67,7 +67,7 @@ struct ActorSection {
     v.Field("seed", seed, "actor i's envs and exploration derive from (seed, i)");
   }
 
-  actors::NStepOptions ToNStepOptions() const { return {n_step, gamma}; }
+  replay::NStepOptions ToNStepOptions() const { return {n_step, gamma}; }
   actors::ExplorationOptions ToExplorationOptions() const;
   // td3: the same schedules over sigma (noise_sigma, noise_alpha; linear is
   // rejected by ExperimentConfig::Load).

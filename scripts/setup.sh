@@ -7,7 +7,8 @@
 #                                    virtual environment .venv-pypi/ inside the repository
 #   scripts/setup.sh --python        also the ignored virtual environment .venv/ with the
 #                                    pinned packages of python/requirements-dev.txt (what
-#                                    the Python package builds, tests and runs with)
+#                                    the Python package builds, tests and runs with) and
+#                                    the pinned torch the examples and their tests use
 #
 # Both also install the test tools: PyPI's tensorboard (pinned below) in the
 # ignored virtual environment .venv-tools/, whose reader checks the event
@@ -137,5 +138,16 @@ if [ "$with_python" = 1 ]; then
     [ -x "$py_venv/bin/python" ] || python3 -m venv "$py_venv"
     "$py_venv/bin/python" -m pip install --disable-pip-version-check -q -r "$py_requirements"
     cp "$py_requirements" "$py_venv/rlswarm-requirements.txt"
+  fi
+  # torch for the examples and their tests (python/tests/test_examples.py);
+  # the package itself never imports it. The same pinned version as
+  # .venv-pypi's (PyPI's CUDA build, ~3 GB with its nvidia-* wheels), so that
+  # one download in pip's cache serves both venvs.
+  want=$RLSWARM_TORCH_PYPI_VERSION
+  if compgen -G "$py_venv/lib/python3*/site-packages/torch-$want.dist-info" >/dev/null; then
+    echo "setup: torch $want is installed in $py_venv"
+  else
+    echo "setup: installing torch==$want into $py_venv"
+    "$py_venv/bin/python" -m pip install --disable-pip-version-check -q "torch==$want"
   fi
 fi

@@ -11,6 +11,7 @@ Importing rlswarm registers every built-in env with Gymnasium as
 ``gymnasium.make_vec("rlswarm/CartPole-v1", num_envs=16)``.
 
 ``rlswarm.replay`` is a client of the replay service (``rlswarm replay``);
+``rlswarm.weights`` publishes weights that ``rlswarm actor`` processes follow;
 ``rlswarm.launch`` and ``rlswarm.evaluate`` run the ``rlswarm`` command line
 and return its results as dicts. The package links only the rlswarm libraries
 that do not link LibTorch; it never imports torch.
@@ -18,7 +19,7 @@ that do not link LibTorch; it never imports torch.
 
 from __future__ import annotations
 
-from rlswarm import errors, replay
+from rlswarm import errors, replay, weights
 from rlswarm._core import env_names, set_log_level
 from rlswarm._env import Env
 from rlswarm._registration import gymnasium_id, register_envs
@@ -41,4 +42,5 @@ __all__ = [
     "register_envs",
     "replay",
     "set_log_level",
+    "weights",
 ]

@@ -158,6 +158,52 @@ class ReplaySampler:
     def info(self, shard: int) -> str:
         """A shard's info JSON."""
 
+class NStepAccumulator:
+    """n-step transitions with Ape-X initial priorities for M envs (replay/service/n_step.h)."""
+
+    def __init__(
+        self, num_envs: int, obs_bytes: int, action_bytes: int, n: int, gamma: float
+    ) -> None: ...
+    def observe(
+        self,
+        observations: npt.NDArray[Any],
+        actions: npt.NDArray[Any],
+        q_taken: npt.NDArray[np.float32],
+        rewards: npt.NDArray[np.float32],
+        terminated: npt.NDArray[np.uint8],
+        truncated: npt.NDArray[np.uint8],
+        next_observations: npt.NDArray[Any],
+        final_observations: npt.NDArray[Any],
+        policy_version: int,
+    ) -> None:
+        """Records one step of every env; raises FailedPrecondition while transitions of the
+        previous step wait for their values."""
+    def set_current_values(self, values: npt.NDArray[np.float32]) -> None:
+        """V of every env's current observation, [M]."""
+    def set_final_values(self, values: npt.NDArray[np.float32]) -> None:
+        """V of the final observation of each env in truncated_envs."""
+    @property
+    def truncated_envs(self) -> list[int]:
+        """The envs truncated in the last observe, in order."""
+    @property
+    def waiting(self) -> int:
+        """Transitions emitted but waiting for a value."""
+    def take_ready(self) -> dict[str, npt.NDArray[Any]]:
+        """Moves the ready transitions out as columns (byte columns flat uint8)."""
+
+class BroadcastPublisher:
+    """Publishes versioned frames (rpc/broadcast.h)."""
+
+    def __init__(self, endpoint: str, snapshot_endpoint: str) -> None: ...
+    def publish(self, version: int, frames: list[npt.NDArray[Any]]) -> None:
+        """Publishes the frames as one version (> the last); never blocks on subscribers."""
+    @property
+    def endpoint(self) -> str: ...
+    @property
+    def snapshot_endpoint(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+
 def _measure_cpp_sampler(endpoints: list[str], batch_size: int, seconds: float) -> float:
     """bench/python_bench.py's baseline: C++ Sample calls per second."""
 

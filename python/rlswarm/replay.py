@@ -212,6 +212,173 @@ class Writer:
         self.close()
 
 
+class NStepWriter:
+    """Turns the steps of a vector env into n-step transitions on the C++ side,
+    as ``rlswarm actor`` does (replay/service/n_step.h), and appends them with
+    their initial priorities through a :class:`Writer`. Not thread safe.
+
+    For the step from s_t with action a_t in env e the transition has
+    reward ``sum_{k<m} gamma^k r_{t+k}``, discount ``gamma^m`` (0 if the
+    episode terminated within the m steps) and next observation s_{t+m}, with
+    m = n or fewer when the episode ended first: a termination emits every
+    pending step of the episode with discount 0; a truncation (time limit)
+    emits them with gamma^m and next = the final observation, to bootstrap from
+    (Pardo et al. 2018).
+
+    Priorities: pass ``q_taken`` (Q(s_t, a_t)), ``next_values``
+    (max_a Q(s_{t+1}, a) of ``next_observations``) and ``final_values``
+    (of ``final_observations``, read where truncated) to every
+    :meth:`append_step`, and each transition gets Ape-X's initial priority
+    ``|R + discount * V(next) - Q(s_t, a_t)|``. Without them (all three
+    omitted) transitions are appended without priorities and the shard gives
+    each the largest priority it has seen so far (1.0 on an empty shard), as
+    PER inserts new items.
+
+    Args:
+        endpoints: each shard's endpoint.
+        observation_space, action_space: one env's spaces; the signature is
+            :func:`transition_signature` of them (the actors' one).
+        num_envs: M, the rows of every step.
+        n, gamma: the n-step return's n and discount.
+        writer_options: the :class:`Writer`'s keywords (``max_batch_items``,
+            ``keys_dir``, ...).
+    """
+
+    def __init__(
+        self,
+        endpoints: str | Sequence[str],
+        observation_space: spaces.Box,
+        action_space: spaces.Space,
+        num_envs: int,
+        *,
+        n: int = 3,
+        gamma: float = 0.99,
+        **writer_options: Any,
+    ) -> None:
+        signature = transition_signature(observation_space, action_space)
+        self._obs_dtype, self._obs_shape = np.dtype(signature[0][1]), signature[0][2]
+        self._action_dtype, self._action_shape = np.dtype(signature[1][1]), signature[1][2]
+        self.num_envs = num_envs
+        self._accumulator = _core.NStepAccumulator(
+            num_envs,
+            self._obs_dtype.itemsize * int(np.prod(self._obs_shape)),
+            self._action_dtype.itemsize * int(np.prod(self._action_shape)),
+            n,
+            gamma,
+        )
+        self.writer = Writer(endpoints, signature, **writer_options)
+
+    def _rows(self, name: str, value: Any, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+        array = np.ascontiguousarray(value, dtype=dtype)
+        if array.shape != (self.num_envs, *shape):
+            raise InvalidArgument(f"{name}: shape {array.shape}, expected {(self.num_envs, *shape)}")
+        return array
+
+    def _final_rows(self, final_observations: Any, done: np.ndarray) -> np.ndarray:
+        if final_observations is None:
+            if done.any():
+                raise InvalidArgument("final_observations: needed when an episode ends")
+            return np.zeros((self.num_envs, *self._obs_shape), dtype=self._obs_dtype)
+        final = np.asarray(final_observations)
+        if final.dtype == object:  # Gymnasium's info["final_obs"]: None where not done
+            rows = np.zeros((self.num_envs, *self._obs_shape), dtype=self._obs_dtype)
+            for i in np.flatnonzero(done):
+                if final[i] is None:
+                    raise InvalidArgument(f"final_observations[{i}]: None for an episode that ended")
+                rows[i] = final[i]
+            return rows
+        return self._rows("final_observations", final, self._obs_dtype, self._obs_shape)
+
+    def append_step(
+        self,
+        observations: Any,
+        actions: Any,
+        rewards: Any,
+        terminated: Any,
+        truncated: Any,
+        next_observations: Any,
+        final_observations: Any = None,
+        *,
+        q_taken: Any = None,
+        next_values: Any = None,
+        final_values: Any = None,
+        policy_version: int = 0,
+    ) -> int:
+        """Records one step of the M envs (rows as ``VectorEnv.step`` returns
+        them: s_t, a_t, r_t, terminated, truncated, s_{t+1} after autoreset,
+        and the final observations of the envs whose episode ended, an
+        [M, ...] array or Gymnasium's ``info["final_obs"]``) and appends the
+        transitions it completes. Returns how many. Raises InvalidArgument
+        (nothing recorded) for a misshapen column, or for only some of the
+        three value columns."""
+        m = self.num_envs
+        given = [v is not None for v in (q_taken, next_values, final_values)]
+        if any(given) and not all(given):
+            raise InvalidArgument("q_taken, next_values and final_values go together (or none)")
+        terminated = self._rows("terminated", terminated, np.bool_, ()).view(np.uint8)
+        truncated = self._rows("truncated", truncated, np.bool_, ()).view(np.uint8)
+        columns = (
+            self._rows("observations", observations, self._obs_dtype, self._obs_shape),
+            self._rows("actions", actions, self._action_dtype, self._action_shape),
+            np.zeros(m, np.float32) if q_taken is None else self._rows("q_taken", q_taken, np.float32, ()),
+            self._rows("rewards", rewards, np.float32, ()),
+            terminated,
+            truncated,
+            self._rows("next_observations", next_observations, self._obs_dtype, self._obs_shape),
+            self._final_rows(final_observations, (terminated | truncated).astype(bool)),
+        )
+        values = None if next_values is None else self._rows("next_values", next_values, np.float32, ())
+        finals = None if final_values is None else self._rows("final_values", final_values, np.float32, ())
+        self._accumulator.observe(*columns, policy_version)
+        truncated_envs = self._accumulator.truncated_envs
+        self._accumulator.set_final_values(
+            np.zeros(len(truncated_envs), np.float32) if finals is None
+            else np.ascontiguousarray(finals[truncated_envs])
+        )
+        self._accumulator.set_current_values(np.zeros(m, np.float32) if values is None else values)
+        ready = self._accumulator.take_ready()
+        count = len(ready["reward"])
+        if count == 0:
+            return 0
+        fields = {
+            "observation": ready["observation"].view(self._obs_dtype).reshape(count, *self._obs_shape),
+            "action": ready["action"].view(self._action_dtype).reshape(count, *self._action_shape),
+            "reward": ready["reward"],
+            "discount": ready["discount"],
+            "next_observation": ready["next_observation"].view(self._obs_dtype).reshape(
+                count, *self._obs_shape
+            ),
+        }
+        # One append per run of one policy version: a batch carries one.
+        versions = ready["policy_version"]
+        starts = [0, *(np.flatnonzero(np.diff(versions)) + 1), count]
+        for begin, end in zip(starts[:-1], starts[1:]):
+            self.writer.append(
+                {name: column[begin:end] for name, column in fields.items()},
+                priorities=None if values is None else ready["priority"][begin:end],
+                policy_version=int(versions[begin]),
+            )
+        return count
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """:meth:`Writer.flush`: waits until what was appended is acknowledged.
+        Transitions still pending (fewer than n steps into an unfinished
+        episode) are not appended until their episode advances."""
+        return self.writer.flush(timeout)
+
+    def stats(self) -> dict[str, int]:
+        return self.writer.stats()
+
+    def close(self) -> None:
+        self.writer.close()
+
+    def __enter__(self) -> NStepWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class Server:
     """One replay shard served by this process (for tests and notebooks; a
     training run uses ``rlswarm replay``). Stops when closed or collected.

@@ -5,7 +5,10 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/dtype.h"
 #include "envs/registry.h"
@@ -19,6 +22,18 @@ void BindVectorEnv(nanobind::module_& m);
 // Registers rlswarm._core.ReplayServer, ReplayWriter, ReplaySampler and
 // generate_key_pair (replay/service/ and rpc/security.h).
 void BindReplay(nanobind::module_& m);
+// Registers rlswarm._core.NStepAccumulator (replay/service/n_step.h).
+void BindNStep(nanobind::module_& m);
+// Registers rlswarm._core.BroadcastPublisher (rpc/broadcast.h).
+void BindBroadcast(nanobind::module_& m);
+
+// A 1-D NumPy array that owns the vector's memory (moved, not copied).
+template <typename T>
+nanobind::object ToNumPy(std::vector<T> v) {
+  auto* owned = new std::vector<T>(std::move(v));
+  nanobind::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nanobind::ndarray<nanobind::numpy, T>(owned->data(), {owned->size()}, owner).cast();
+}
 
 // The NumPy (DLPack) element type of a DType.
 nanobind::dlpack::dtype ToDLPack(DType dtype);

@@ -122,4 +122,6 @@ NB_MODULE(_core, m) {
   BindEnv(m);
   BindVectorEnv(m);
   BindReplay(m);
+  BindNStep(m);
+  BindBroadcast(m);
 }

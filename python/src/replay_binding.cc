@@ -79,14 +79,6 @@ rpc::SecurityOptions ClientSecurity(const std::optional<std::string>& client_sec
   return o;
 }
 
-// A 1-D array that owns the vector's memory (moved, not copied).
-template <typename T>
-nb::object ToNumPy(std::vector<T> v) {
-  auto* owned = new std::vector<T>(std::move(v));
-  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
-  return nb::ndarray<nb::numpy, T>(owned->data(), {owned->size()}, owner).cast();
-}
-
 // One sampled field (shape [B, *field shape]) as an array over the received
 // buffer.
 nb::object FieldArray(const replay::SampledField& f) {

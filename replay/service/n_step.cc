@@ -1,4 +1,4 @@
-#include "actors/n_step.h"
+#include "replay/service/n_step.h"
 
 #include <cmath>
 #include <cstring>
@@ -6,7 +6,7 @@
 
 #include "common/errors.h"
 
-namespace rlswarm::actors {
+namespace rlswarm::replay {
 
 void NStepOptions::Validate() const {
   if (n < 1) throw InvalidArgument("n-step: n must be >= 1, got " + std::to_string(n));
@@ -158,4 +158,4 @@ void NStepAccumulator::Observe(const EnvStep& step) {
   }
 }
 
-}  // namespace rlswarm::actors
+}  // namespace rlswarm::replay

@@ -34,7 +34,7 @@
 #include <span>
 #include <vector>
 
-namespace rlswarm::actors {
+namespace rlswarm::replay {
 
 struct NStepOptions {
   int n = 3;
@@ -151,4 +151,4 @@ class NStepAccumulator {
   TransitionColumns ready_;
 };
 
-}  // namespace rlswarm::actors
+}  // namespace rlswarm::replay

@@ -2,7 +2,7 @@
 // episodes shorter than n, auto-reset) and against a brute-force reference
 // on random trajectories.
 
-#include "actors/n_step.h"
+#include "replay/service/n_step.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 
 #include "common/errors.h"
 
-namespace rlswarm::actors {
+namespace rlswarm::replay {
 namespace {
 
 // Observations are one float, actions one int64.
@@ -257,4 +257,4 @@ TEST(NStepTest, MatchesABruteForceReferenceOnRandomTrajectories) {
 }
 
 }  // namespace
-}  // namespace rlswarm::actors
+}  // namespace rlswarm::replay
