@@ -12,6 +12,7 @@
 #include "bench/plain_dqn_update.h"
 #include "config/experiment_config.h"
 #include "learner/dqn_learner.h"
+#include "models/dtype_translation.h"
 #include "replay/service/transition.h"
 
 namespace rlswarm::bench {
@@ -97,38 +98,23 @@ replay::SampledBatch RandomTransitions(const replay::Signature& signature, int64
 // The sampled bytes as the plain update's CPU tensors (copies; the row's
 // timings start after this).
 PlainDqnBatch AsPlainBatch(const replay::SampledBatch& batch, at::Device device) {
-  auto tensor = [&](const char* name, at::ScalarType type) {
+  auto tensor = [&](const char* name) {
     for (const replay::SampledField& f : batch.fields) {
       if (f.name != name) continue;
-      return at::from_blob(f.data.get(), f.shape, at::TensorOptions().dtype(type))
+      return at::from_blob(f.data.get(), f.shape,
+                           at::TensorOptions().dtype(models::ToScalarType(f.dtype)))
           .clone()
           .to(device);
     }
     throw std::runtime_error(std::string("no field ") + name);
   };
-  auto type_of = [&](const char* name) {
-    for (const replay::SampledField& f : batch.fields) {
-      if (f.name != name) continue;
-      switch (f.dtype) {
-        case DType::kFloat32:
-          return at::kFloat;
-        case DType::kInt64:
-          return at::kLong;
-        case DType::kBool:
-          return at::kBool;
-        default:
-          return at::kByte;
-      }
-    }
-    throw std::runtime_error(std::string("no field ") + name);
-  };
   namespace t = replay::transition;
   PlainDqnBatch b;
-  b.observation = tensor(t::kObservation, type_of(t::kObservation));
-  b.action = tensor(t::kAction, at::kLong).reshape(-1);
-  b.reward = tensor(t::kReward, at::kFloat).reshape(-1);
-  b.discount = tensor(t::kDiscount, at::kFloat).reshape(-1);
-  b.next_observation = tensor(t::kNextObservation, type_of(t::kNextObservation));
+  b.observation = tensor(t::kObservation);
+  b.action = tensor(t::kAction).reshape(-1);
+  b.reward = tensor(t::kReward).reshape(-1);
+  b.discount = tensor(t::kDiscount).reshape(-1);
+  b.next_observation = tensor(t::kNextObservation);
   return b;
 }
 

@@ -40,6 +40,7 @@
 #include "envs/vector_env.h"
 #include "evaluate/policy_evaluator.h"
 #include "launch/run_directory.h"
+#include "models/dtype_translation.h"
 #include "models/weights_wire.h"
 
 namespace {
@@ -49,19 +50,6 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-at::ScalarType ObservationType(const rs::envs::EnvSpec& env) {
-  switch (env.observation.dtype) {
-    case rs::DType::kFloat32:
-      return at::kFloat;
-    case rs::DType::kUInt8:
-      return at::kByte;
-    case rs::DType::kBool:
-      return at::kBool;
-    default:
-      throw rs::InvalidArgument("plain_dqn: observations must be float32, uint8 or bool");
-  }
-}
-
 // A uniform ring buffer of n-step transitions, column-wise tensors.
 class UniformReplay {
  public:
@@ -69,7 +57,7 @@ class UniformReplay {
       : capacity_(capacity), obs_bytes_(env.observation.NumBytes()) {
     std::vector<int64_t> shape{capacity};
     shape.insert(shape.end(), env.observation.shape.begin(), env.observation.shape.end());
-    const at::ScalarType obs_type = ObservationType(env);
+    const at::ScalarType obs_type = rs::models::ToScalarType(env.observation.dtype);
     observation_ = at::empty(shape, obs_type);
     next_observation_ = at::empty(shape, obs_type);
     action_ = at::empty({capacity}, at::kLong);
@@ -209,8 +197,8 @@ int Run(const std::string& config_file, const std::vector<std::string>& override
     auto t = Clock::now();
     const double epsilon = rs::actors::Epsilon(exploration, 0, 1, env_steps);
     std::memcpy(obs.data(), env.observations(), obs.size());
-    const at::Tensor greedy =
-        dqn.GreedyActions(at::from_blob(obs.data(), obs_shape, ObservationType(env.spec())));
+    const at::Tensor greedy = dqn.GreedyActions(at::from_blob(
+        obs.data(), obs_shape, rs::models::ToScalarType(env.spec().observation.dtype)));
     const int64_t* g = greedy.data_ptr<int64_t>();
     for (int64_t i = 0; i < m; ++i) actions[i] = unit(rng) < epsilon ? random_action(rng) : g[i];
     env.Step(std::span<const int64_t>(actions));
