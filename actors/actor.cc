@@ -9,12 +9,18 @@
 #include "actors/weights_follower.h"
 #include "common/errors.h"
 #include "common/random.h"
+#include "envs/gymnasium/env_worker.h"
 #include "models/model_spec.h"
 #include "replay/service/transition.h"
 
 namespace rlswarm::actors {
 
 using Clock = std::chrono::steady_clock;
+
+// Env failures closer together than this many loop iterations count as
+// "in a row"; that many in a row end the actor.
+constexpr std::int64_t kEnvFailureWindow = 1000;
+constexpr int kMaxQuickEnvFailures = 3;
 
 void ActorOptions::Validate() const {
   if (num_actors < 1 || actor_id < 0 || actor_id >= num_actors) {
@@ -68,6 +74,40 @@ Actor::Actor(ActorOptions options, const models::ModelSpec& model, std::uint64_t
     : Actor(std::move(options), ActingNetworks{model, std::nullopt, model_seed}, writer) {}
 
 Actor::~Actor() = default;
+
+void Actor::Stop() {
+  stop_ = true;
+  env_.RequestStop();
+}
+
+bool Actor::StepEnvs(const std::vector<std::byte>& actions, std::uint64_t& env_seed) {
+  try {
+    if (env_.spec().action.kind == envs::ActionKind::kDiscrete) {
+      env_.Step(std::span(reinterpret_cast<const std::int64_t*>(actions.data()),
+                          actions.size() / sizeof(std::int64_t)));
+    } else {
+      env_.Step(std::span(reinterpret_cast<const float*>(actions.data()),
+                          actions.size() / sizeof(float)));
+    }
+    ++steps_since_env_restart_;
+    return true;
+  } catch (const envs::gymnasium::EnvFailure& e) {
+    quick_env_failures_ = steps_since_env_restart_ < kEnvFailureWindow ? quick_env_failures_ + 1 : 1;
+    {
+      MutexLock lock(mu_);
+      ++stats_.env_errors;
+    }
+    spdlog::error("actor {}: env failure ({} in a row): {}", options_.actor_id,
+                  quick_env_failures_, e.what());
+    if (quick_env_failures_ >= kMaxQuickEnvFailures) throw;
+  }
+  n_step_.DropPending();
+  env_seed = DeriveSeed(env_seed, 0xe2e0ULL + static_cast<std::uint64_t>(quick_env_failures_));
+  env_.Restart(env_seed);
+  steps_since_env_restart_ = 0;
+  spdlog::warn("actor {}: envs restarted in a new worker", options_.actor_id);
+  return false;
+}
 
 void Actor::RefreshWeights() {
   if (!weights_) return;
@@ -159,7 +199,6 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
   std::vector<std::byte> observations(static_cast<std::size_t>(m) * obs_bytes);
   std::vector<std::byte> final_rows;
   std::vector<float> final_values;
-  const bool discrete = env_.spec().action.kind == envs::ActionKind::kDiscrete;
   std::deque<double> recent_returns;
 
   const auto start = Clock::now();
@@ -175,13 +214,14 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
     n_step_.SetCurrentValues(values);
     SendReady(false);  // every ready transition has its priority now
 
-    if (discrete) {
-      env_.Step(std::span(reinterpret_cast<const std::int64_t*>(actions.data()),
-                          static_cast<std::size_t>(m)));
-    } else {
-      env_.Step(std::span(reinterpret_cast<const float*>(actions.data()),
-                          actions.size() / sizeof(float)));
+    bool stepped = false;
+    try {
+      stepped = StepEnvs(actions, env_seed);
+    } catch (const Cancelled&) {
+      if (!stop_) throw;
+      break;  // stopped while a hung env was stepping
     }
+    if (!stepped) continue;
     const auto mm = static_cast<std::size_t>(m);
     n_step_.Observe({observations,
                      actions,
@@ -191,7 +231,8 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
                      {env_.truncated(), mm},
                      {env_.observations(), mm * obs_bytes},
                      {env_.final_observations(), mm * obs_bytes},
-                     policy_version_});
+                     policy_version_,
+                     {env_.reset_steps(), mm}});
     const auto& truncated = n_step_.truncated_envs();
     if (!truncated.empty()) {
       // V(final observation) for the time-limit bootstrap: one small batch.

@@ -17,6 +17,14 @@
 //      weights version if there is one (between forward passes, never
 //      inside one)
 //
+// An env that fails (a Gymnasium env raises, returns a malformed observation
+// or reward, or its worker process dies: envs::gymnasium::EnvFailure): the
+// actor logs it with the env's traceback, counts it (stats().env_errors),
+// drops the unfinished n-step windows, and starts its envs again in a new
+// worker with a fresh seed; a failure within kEnvFailureWindow steps of the
+// previous restart, kMaxQuickEnvFailures times in a row, ends Run with the
+// error (the launcher then restarts the actor process with backoff).
+//
 // Replay unreachable: the writer buffers boundedly, then drops and counts
 // (replay_writer.h); the actor keeps acting. Stats (steps, episodes, returns,
 // policy version and lag, writer counters) are readable from any thread.
@@ -90,6 +98,7 @@ struct ActorStats {
   std::int64_t newest_version_seen = 0;  // version lag = newest - policy
   std::int64_t weight_updates = 0;
   std::int64_t transitions = 0;  // handed to the writer
+  std::int64_t env_errors = 0;   // env failures survived by restarting the envs
   double steps_per_sec = 0;
   replay::ReplayWriterStats writer;
 };
@@ -111,12 +120,17 @@ class Actor {
   // stats().writer. Runs once.
   // `on_episode` (optional) runs on this thread for every finished episode.
   void Run(const std::function<void(const EpisodeStats&)>& on_episode = {});
-  void Stop() { stop_ = true; }
+  // From any thread. An env step in flight gets a short grace (a hung
+  // Gymnasium env's worker is then killed).
+  void Stop();
   ActorStats stats() const;
   // The current exploration value: epsilon (dqn) or sigma (td3).
   double epsilon() const { return epsilon_; }
 
  private:
+  // Steps the envs with `actions`; on an env failure restarts them (see the
+  // class comment) and returns false: that step produced no transitions.
+  bool StepEnvs(const std::vector<std::byte>& actions, std::uint64_t& env_seed);
   void RefreshWeights();
   // Hands the ready transitions to the writer once a batch's worth
   // (max_batch_items) has gathered, the oldest has waited flush_interval,
@@ -135,6 +149,8 @@ class Actor {
   const std::int64_t batch_items_;               // the writer's max_batch_items
   const std::chrono::milliseconds batch_delay_;  // and flush_interval
   std::chrono::steady_clock::time_point ready_since_;
+  std::int64_t steps_since_env_restart_ = 0;
+  int quick_env_failures_ = 0;
 
   mutable Mutex mu_;
   ActorStats stats_ RLSWARM_GUARDED_BY(mu_);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,42 @@ std::string Join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
   return out;
+}
+
+// A plain YAML scalar as JSON: null, a bool, an integer, a number, else a
+// string; a quoted scalar is always a string.
+nlohmann::json ScalarToJson(const YAML::Node& node) {
+  const std::string s = node.Scalar();
+  if (node.Tag() == "!") return s;
+  if (s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  std::int64_t i = 0;
+  auto [iend, iec] = std::from_chars(s.data(), s.data() + s.size(), i);
+  if (iec == std::errc() && iend == s.data() + s.size()) return i;
+  double d = 0;
+  auto [dend, dec] = std::from_chars(s.data(), s.data() + s.size(), d);
+  if (dec == std::errc() && dend == s.data() + s.size() && std::isfinite(d)) return d;
+  return s;
+}
+
+nlohmann::json YamlToJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& kv : node) out[kv.first.Scalar()] = YamlToJson(kv.second);
+      return out;
+    }
+    case YAML::NodeType::Sequence: {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& item : node) out.push_back(YamlToJson(item));
+      return out;
+    }
+    case YAML::NodeType::Scalar:
+      return ScalarToJson(node);
+    default:
+      return nullptr;
+  }
 }
 
 std::string FormatNumber(double v) {
@@ -222,6 +260,16 @@ void ConfigReader::Read(const YAML::Node& node, std::string_view key, bool& valu
 
 void ConfigReader::Read(const YAML::Node& node, std::string_view key, std::string& value, Bounds) {
   value = Scalar(node, key, "a string");
+}
+
+void ConfigReader::Read(const YAML::Node& node, std::string_view key, JsonObject& value,
+                        Bounds) {
+  if (node.IsNull()) {
+    value.text.clear();
+    return;
+  }
+  if (!node.IsMap()) Fail(key, node, "must be a map of keyword arguments");
+  value.text = YamlToJson(node).dump();
 }
 
 void ConfigReader::Read(const YAML::Node& node, std::string_view key, double& value,

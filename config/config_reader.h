@@ -42,6 +42,13 @@ class ConfigError : public InvalidArgument {
   using InvalidArgument::InvalidArgument;
 };
 
+// A free-form map (an env's keyword arguments), kept as JSON text: "" when
+// absent. Any YAML map is accepted; JSON being YAML, it prints back as YAML.
+struct JsonObject {
+  std::string text;
+  bool operator==(const JsonObject&) const = default;
+};
+
 struct Bounds {
   double min = -std::numeric_limits<double>::infinity();
   double max = std::numeric_limits<double>::infinity();
@@ -111,6 +118,8 @@ class ConfigReader {
   // A list of strings ("[a, b]" or a YAML block list).
   void Read(const YAML::Node& node, std::string_view key, std::vector<std::string>& value,
             Bounds bounds);
+  // A YAML map of anything, converted to JSON.
+  void Read(const YAML::Node& node, std::string_view key, JsonObject& value, Bounds bounds);
   template <class T>
   void Read(const YAML::Node& node, std::string_view key, std::optional<T>& value, Bounds bounds) {
     if (node.IsNull()) {
@@ -165,6 +174,13 @@ class ConfigWriter {
       Emit(*v);
     } else {
       out_ << YAML::Null;
+    }
+  }
+  void Emit(const JsonObject& v) {
+    if (v.text.empty()) {
+      out_ << YAML::Null;
+    } else {
+      out_ << YAML::Flow << YAML::Load(v.text);
     }
   }
   template <class T>

@@ -15,6 +15,10 @@ envs::EnvOptions EnvSection::ToEnvOptions() const {
   o.sticky_action_prob = sticky_action_prob;
   o.difficulty_ramping = difficulty_ramping;
   o.minimal_action_set = minimal_action_set;
+  o.kwargs_json = kwargs.text;
+  o.python = python;
+  o.vectorization_mode = vectorization_mode;
+  o.autoreset_mode = autoreset_mode;
   return o;
 }
 
@@ -60,7 +64,10 @@ ExperimentConfig ExperimentConfig::Load(const std::string& file,
   // Options that are valid alone but not together (a MinAtar option on a
   // classic-control env): let the env registry judge, and say where.
   try {
-    envs::MakeEnv(config.env.name, config.env.ToEnvOptions());
+    envs::DescribeEnv(config.env.name, config.env.ToEnvOptions());
+  } catch (const NotFound& e) {
+    throw ConfigError((file.empty() ? std::string("<defaults>") : file) +
+                      ": env.name: " + e.what());
   } catch (const InvalidArgument& e) {
     throw ConfigError((file.empty() ? std::string("<defaults>") : file) +
                       ": section 'env': " + e.what());
@@ -82,18 +89,17 @@ ExperimentConfig ExperimentConfig::Load(const std::string& file,
 }
 
 replay::Signature ExperimentConfig::TransitionSignature() const {
-  const auto env_instance = envs::MakeEnv(env.name, env.ToEnvOptions());
-  const envs::EnvSpec& spec = env_instance->spec();
+  const envs::EnvSpec spec = envs::DescribeEnv(env.name, env.ToEnvOptions());
   return replay::TransitionSignature(spec.observation.dtype, spec.observation.shape,
                                      spec.action.array.dtype, spec.action.array.shape);
 }
 
 models::ModelSpec ExperimentConfig::ModelSpec() const {
-  return model.ToSpec(envs::MakeEnv(env.name, env.ToEnvOptions())->spec());
+  return model.ToSpec(envs::DescribeEnv(env.name, env.ToEnvOptions()));
 }
 
 actors::ActingNetworks ExperimentConfig::ActingNetworks(bool with_critic) const {
-  const envs::EnvSpec spec = envs::MakeEnv(env.name, env.ToEnvOptions())->spec();
+  const envs::EnvSpec spec = envs::DescribeEnv(env.name, env.ToEnvOptions());
   if (learner.algorithm != "td3") return {model.ToSpec(spec), std::nullopt, model.seed};
   models::Td3Specs td3 = model.ToTd3Specs(spec);
   actors::ActingNetworks networks{std::move(td3.policy), std::nullopt, model.seed};

@@ -44,10 +44,16 @@ struct EnvSection {
   std::optional<double> sticky_action_prob;
   std::optional<bool> difficulty_ramping;
   std::optional<bool> minimal_action_set;
+  JsonObject kwargs;
+  std::optional<std::string> python;
+  std::optional<std::string> vectorization_mode;
+  std::optional<std::string> autoreset_mode;
 
   template <class V>
   void Visit(V& v) {
-    v.Choice("name", name, "environment (rlswarm envs lists them)", envs::EnvNames());
+    v.Field("name", name,
+            "environment: a built-in one (rlswarm envs lists them), gymnasium:ID (any env "
+            "gymnasium.make takes, module:ID imports module first) or plugin:PATH.so[:NAME]");
     v.Field("num_envs", num_envs, "environments per VectorEnv", Bounds{1, 1 << 20});
     v.Field("num_threads", num_threads, "threads stepping one VectorEnv", Bounds{1, 1024});
     v.Field("max_episode_steps", max_episode_steps,
@@ -57,6 +63,17 @@ struct EnvSection {
     v.Field("difficulty_ramping", difficulty_ramping, "MinAtar: games speed up; null = true");
     v.Field("minimal_action_set", minimal_action_set,
             "MinAtar: the game's minimal action set instead of all 6; null = false");
+    v.Field("kwargs", kwargs,
+            "keyword arguments: gymnasium.make's for gymnasium:ID, the plugin's create config "
+            "(as JSON) for plugin:PATH; null = none");
+    v.Field("python", python,
+            "gymnasium: the Python interpreter of the env workers; null = $VIRTUAL_ENV/bin/python, "
+            "else python3 on PATH");
+    v.Field("vectorization_mode", vectorization_mode,
+            "gymnasium: make_vec's sync, async or vector_entry_point; null = the env's vector "
+            "entry point if it has one, else sync");
+    v.Field("autoreset_mode", autoreset_mode,
+            "gymnasium: the vector env's next_step, same_step or disabled; null = next_step");
   }
 
   envs::EnvOptions ToEnvOptions() const;

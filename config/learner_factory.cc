@@ -34,7 +34,7 @@ std::unique_ptr<learner::ApeXLearner> MakeLearner(const ExperimentConfig& config
     return std::make_unique<learner::DqnLearner>(config.ModelSpec(), std::move(options),
                                                  std::move(mesh), std::move(store));
   }
-  const envs::EnvSpec env = envs::MakeEnv(config.env.name, config.env.ToEnvOptions())->spec();
+  const envs::EnvSpec env = envs::DescribeEnv(config.env.name, config.env.ToEnvOptions());
   models::Td3Specs specs = config.model.ToTd3Specs(env);
   const int64_t dim = env.action.array.NumElements();
   learner::ActionBounds bounds{at::empty({dim}, at::kDouble), at::empty({dim}, at::kDouble)};

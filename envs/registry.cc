@@ -6,6 +6,7 @@
 
 #include "common/errors.h"
 #include "envs/classic/acrobot.h"
+#include "envs/gymnasium/env_worker.h"
 #include "envs/classic/cartpole.h"
 #include "envs/classic/mountain_car.h"
 #include "envs/classic/pendulum.h"
@@ -32,10 +33,27 @@ void RejectMinAtarOptions(std::string_view name, const EnvOptions& o) {
   }
 }
 
+// Options only the Python or plugin paths read.
+void RejectForeignOptions(std::string_view name, const EnvOptions& o) {
+  const bool kwargs = !o.kwargs_json.empty() && o.kwargs_json != "{}";
+  const char* set = kwargs                  ? "kwargs"
+                    : o.python              ? "python"
+                    : o.vectorization_mode  ? "vectorization_mode"
+                    : o.autoreset_mode      ? "autoreset_mode"
+                                            : nullptr;
+  if (set) {
+    throw InvalidArgument("env option '" + std::string(set) +
+                          "' applies only to gymnasium: envs" +
+                          (std::string(set) == "kwargs" ? " and plugin: envs" : "") + ", not " +
+                          std::string(name));
+  }
+}
+
 template <class ClassicEnv>
 Factory Classic(std::string_view name) {
   return [name](const EnvOptions& o) -> std::unique_ptr<Env> {
     RejectMinAtarOptions(name, o);
+    RejectForeignOptions(name, o);
     if (o.max_episode_steps) return std::make_unique<ClassicEnv>(*o.max_episode_steps);
     return std::make_unique<ClassicEnv>();
   };
@@ -44,6 +62,7 @@ Factory Classic(std::string_view name) {
 template <class Game>
 Factory MinAtar() {
   return [](const EnvOptions& o) -> std::unique_ptr<Env> {
+    RejectForeignOptions(std::string("MinAtar/") + Game::kName, o);
     minatar::MinAtarOptions m;
     m.sticky_action_prob = o.sticky_action_prob.value_or(m.sticky_action_prob);
     m.difficulty_ramping = o.difficulty_ramping.value_or(m.difficulty_ramping);
@@ -75,11 +94,26 @@ void EnvOptions::Validate() const {
     throw InvalidArgument("env option max_episode_steps must be >= 0 (0 = no limit), got " +
                           std::to_string(*max_episode_steps));
   }
+  if (vectorization_mode && *vectorization_mode != "sync" && *vectorization_mode != "async" &&
+      *vectorization_mode != "vector_entry_point") {
+    throw InvalidArgument(
+        "env option vectorization_mode must be sync, async or vector_entry_point, got '" +
+        *vectorization_mode + "'");
+  }
+  if (autoreset_mode && *autoreset_mode != "next_step" && *autoreset_mode != "same_step" &&
+      *autoreset_mode != "disabled") {
+    throw InvalidArgument(
+        "env option autoreset_mode must be next_step, same_step or disabled, got '" +
+        *autoreset_mode + "'");
+  }
   if (sticky_action_prob && !(*sticky_action_prob >= 0.0 && *sticky_action_prob <= 1.0)) {
     throw InvalidArgument("env option sticky_action_prob must be in [0, 1], got " +
                           std::to_string(*sticky_action_prob));
   }
 }
+
+bool IsGymnasiumEnv(std::string_view name) { return name.starts_with(kGymnasiumPrefix); }
+bool IsPluginEnv(std::string_view name) { return name.starts_with(kPluginPrefix); }
 
 std::vector<std::string> EnvNames() {
   std::vector<std::string> names;
@@ -87,13 +121,27 @@ std::vector<std::string> EnvNames() {
   return names;
 }
 
+EnvSpec DescribeEnv(std::string_view name, const EnvOptions& options) {
+  if (IsGymnasiumEnv(name)) {
+    options.Validate();
+    return gymnasium::EnvWorker::Describe(name.substr(kGymnasiumPrefix.size()), options);
+  }
+  return MakeEnv(name, options)->spec();
+}
+
 std::unique_ptr<Env> MakeEnv(std::string_view name, const EnvOptions& options) {
+  if (IsGymnasiumEnv(name)) {
+    throw InvalidArgument(std::string(name) +
+                          ": a Gymnasium env runs in worker processes behind a VectorEnv, "
+                          "not as a single Env");
+  }
   const auto& registry = Registry();
   auto it = registry.find(name);
   if (it == registry.end()) {
     std::string known;
     for (const auto& [n, f] : registry) known += (known.empty() ? "" : ", ") + n;
-    throw NotFound("unknown env '" + std::string(name) + "'; known envs: " + known);
+    throw NotFound("unknown env '" + std::string(name) + "'; known envs: " + known +
+                   "; or gymnasium:ID, plugin:PATH.so[:NAME]");
   }
   options.Validate();
   return it->second(options);

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/errors.h"
+#include "envs/gymnasium/env_worker.h"
 
 namespace rlswarm::envs {
 
@@ -94,9 +95,31 @@ void VectorEnvOptions::Validate() const {
 VectorEnv::VectorEnv(std::string_view env_name, const VectorEnvOptions& options)
     : num_envs_(options.num_envs), seeding_(options.seeding), autoreset_(options.autoreset) {
   options.Validate();
+  if (IsGymnasiumEnv(env_name)) {
+    gymnasium_id_ = std::string(env_name.substr(kGymnasiumPrefix.size()));
+    gymnasium_options_ = options.env;
+    const bool per_episode = seeding_ == AutoResetSeeding::kSeedPerEpisode;
+    // Seeding every episode needs rlswarm to reset each env itself.
+    gymnasium_autoreset_ = per_episode ? "disabled" : options.env.autoreset_mode.value_or("");
+    StartWorker();
+    AllocateBuffers();
+    return;
+  }
   envs_.reserve(num_envs_);
   for (std::int64_t i = 0; i < num_envs_; ++i) envs_.push_back(MakeEnv(env_name, options.env));
   spec_ = envs_[0]->spec();
+  AllocateBuffers();
+  const int chunks = static_cast<int>(std::min<std::int64_t>(options.num_threads, num_envs_));
+  if (chunks > 1) {
+    pool_ = std::make_unique<WorkerPool>(chunks, [this, chunks](int k) {
+      const std::int64_t begin = num_envs_ * k / chunks;
+      const std::int64_t end = num_envs_ * (k + 1) / chunks;
+      StepRange(begin, end, pending_discrete_, pending_continuous_);
+    });
+  }
+}
+
+void VectorEnv::AllocateBuffers() {
   obs_bytes_ = spec_.observation.NumBytes();
   action_size_ = spec_.action.kind == ActionKind::kDiscrete ? 1 : spec_.action.array.NumElements();
   observations_.resize(num_envs_ * obs_bytes_);
@@ -108,14 +131,6 @@ VectorEnv::VectorEnv(std::string_view env_name, const VectorEnvOptions& options)
   episode_length_.resize(num_envs_);
   episode_id_.resize(num_envs_);
   resetting_.resize(num_envs_);
-  const int chunks = static_cast<int>(std::min<std::int64_t>(options.num_threads, num_envs_));
-  if (chunks > 1) {
-    pool_ = std::make_unique<WorkerPool>(chunks, [this, chunks](int k) {
-      const std::int64_t begin = num_envs_ * k / chunks;
-      const std::int64_t end = num_envs_ * (k + 1) / chunks;
-      StepRange(begin, end, pending_discrete_, pending_continuous_);
-    });
-  }
 }
 
 VectorEnv::~VectorEnv() = default;
@@ -127,6 +142,11 @@ void VectorEnv::ResetEnv(std::int64_t i, std::optional<std::uint64_t> seed) {
 void VectorEnv::Reset(std::uint64_t seed) {
   seed_ = seed;
   next_episode_id_ = 0;
+  if (worker_) {
+    ResetWorker(seed);
+    was_reset_ = true;
+    return;
+  }
   for (std::int64_t i = 0; i < num_envs_; ++i) {
     if (seeding_ == AutoResetSeeding::kContinue) {
       ResetEnv(i, DeriveSeed(seed, i));
@@ -239,6 +259,10 @@ void VectorEnv::ResetEndedEpisodes() {
 
 void VectorEnv::RunOnAll(const std::int64_t* discrete, const float* continuous) {
   if (!was_reset_) throw FailedPrecondition(spec_.name + ": VectorEnv stepped before Reset");
+  if (worker_) {
+    StepWorker(discrete, continuous);
+    return;
+  }
   if (autoreset_ == AutoResetMode::kNextStep) ResetEndedEpisodes();
   if (pool_) {
     pending_discrete_ = discrete;

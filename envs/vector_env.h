@@ -33,6 +33,16 @@
 //     depends only on (seed, k) and its actions. Evaluation uses this so that
 //     its results do not depend on --num-envs.
 //
+// Gymnasium envs ("gymnasium:ID") run as one Gymnasium vector env in a
+// worker process (gymnasium/env_worker.h) and present the same outputs. Their
+// autoreset() is what the Python vector env does: kNextStep for its next_step
+// mode (the default), kSameStep for same_step and for disabled (where this
+// class resets finished envs itself, right after the step). kSeedPerEpisode
+// always runs the vector env in disabled mode. num_threads does not
+// apply (env.vectorization_mode does). Step and Reset throw
+// gymnasium::EnvFailure when the env raises, returns a malformed observation
+// or reward, or its worker dies; Restart() starts a new worker.
+//
 // With num_threads > 1, Step splits the envs into contiguous ranges stepped by
 // a persistent worker pool; results are identical to one thread.
 // Not thread-safe: one caller thread at a time.
@@ -49,6 +59,10 @@
 #include "envs/registry.h"
 
 namespace rlswarm::envs {
+
+namespace gymnasium {
+class EnvWorker;
+}  // namespace gymnasium
 
 enum class AutoResetSeeding { kContinue, kSeedPerEpisode };
 enum class AutoResetMode { kSameStep, kNextStep };
@@ -85,6 +99,16 @@ class VectorEnv {
   void Step(std::span<const std::int64_t> actions);
   void Step(std::span<const float> actions);
 
+  // Gymnasium envs: a new worker process in place of the current one (after
+  // an EnvFailure), then Reset(seed). Built-in envs: Reset(seed).
+  void Restart(std::uint64_t seed);
+  // From any thread: a Gymnasium env's step in flight (or the next) gets a
+  // short grace, then its worker is killed and Step throws Cancelled. No-op
+  // for built-in envs.
+  void RequestStop();
+  // Gymnasium envs: the worker's process id (-1 for built-in envs).
+  std::int64_t worker_pid() const;
+
   // Batched outputs, valid until the next Step or Reset.
   const std::byte* observations() const { return observations_.data(); }
   const std::byte* final_observations() const { return final_observations_.data(); }
@@ -92,6 +116,9 @@ class VectorEnv {
   const std::uint8_t* terminated() const { return terminated_.data(); }
   const std::uint8_t* truncated() const { return truncated_.data(); }
   bool done(std::int64_t i) const { return terminated_[i] || truncated_[i]; }
+  // kNextStep: row i is 1 where this step was env i's reset (its action was
+  // ignored, no transition happened). All 0 with kSameStep.
+  const std::uint8_t* reset_steps() const { return resetting_.data(); }
   double episode_return(std::int64_t i) const { return episode_return_[i]; }
   std::int64_t episode_length(std::int64_t i) const { return episode_length_[i]; }
   std::uint64_t episode_id(std::int64_t i) const { return episode_id_[i]; }
@@ -107,6 +134,10 @@ class VectorEnv {
  private:
   class WorkerPool;
 
+  void AllocateBuffers();
+  void StartWorker();
+  void ResetWorker(std::uint64_t seed);
+  void StepWorker(const std::int64_t* discrete, const float* continuous);
   // kNextStep: env i's episode ended on the previous step, so this Step
   // resets it and ignores its action.
   bool IgnoresAction(std::int64_t i) const {
@@ -148,6 +179,11 @@ class VectorEnv {
   const std::int64_t* pending_discrete_ = nullptr;
   const float* pending_continuous_ = nullptr;
   std::unique_ptr<WorkerPool> pool_;
+  // Gymnasium envs only: how to start the worker, and the running one.
+  std::string gymnasium_id_;
+  EnvOptions gymnasium_options_;
+  std::string gymnasium_autoreset_;
+  std::unique_ptr<gymnasium::EnvWorker> worker_;
 };
 
 }  // namespace rlswarm::envs

@@ -77,7 +77,11 @@ std::string ActorMetrics(const actors::ActorStats& stats,
                static_cast<double>(stats.writer.items_acknowledged), labels)
       .Counter("rlswarm_actor_transitions_dropped_total",
                "transitions dropped (replay unreachable past the writer's bound, or rejected)",
-               static_cast<double>(stats.writer.items_dropped), labels);
+               static_cast<double>(stats.writer.items_dropped), labels)
+      .Counter("rlswarm_actor_env_errors_total",
+               "env failures (raised, malformed output, worker died) survived by restarting "
+               "the envs",
+               static_cast<double>(stats.env_errors), labels);
   // No episode yet: no return to report (0 would be a real-looking value).
   if (stats.episodes > 0) {
     text.Gauge("rlswarm_actor_recent_return", "mean return of this actor's last 100 episodes",

@@ -120,13 +120,19 @@ void NStepAccumulator::Observe(const EnvStep& step) {
   if (step.observations.size() != m * obs_bytes_ || step.actions.size() != m * action_bytes_ ||
       step.q_taken.size() != m || step.rewards.size() != m || step.terminated.size() != m ||
       step.truncated.size() != m || step.next_observations.size() != m * obs_bytes_ ||
-      step.final_observations.size() != m * obs_bytes_) {
+      step.final_observations.size() != m * obs_bytes_ ||
+      (!step.skipped.empty() && step.skipped.size() != m)) {
     throw InvalidArgument("n-step: every column of a step must hold " + std::to_string(m) +
                           " rows");
   }
   truncated_envs_.clear();
   for (std::size_t e = 0; e < m; ++e) {
     const auto env = static_cast<std::int64_t>(e);
+    if (!step.skipped.empty() && step.skipped[e]) {
+      // The previous step ended the episode and emitted all of it.
+      count_[env] = 0;
+      continue;
+    }
     // Append step t to the env's ring.
     const std::int64_t k = count_[env];
     std::memcpy(ObservationSlot(env, k), step.observations.data() + e * obs_bytes_, obs_bytes_);
@@ -155,6 +161,16 @@ void NStepAccumulator::Observe(const EnvStep& step) {
       start_[env] = (start_[env] + 1) % options_.n;  // drop the oldest
       --count_[env];
     }
+  }
+}
+
+void NStepAccumulator::DropPending() {
+  if (!waiting_current_.empty() || !waiting_final_.empty()) {
+    throw FailedPrecondition("n-step: DropPending while transitions wait for their values");
+  }
+  for (std::int64_t e = 0; e < num_envs_; ++e) {
+    dropped_ += count_[e];
+    count_[e] = 0;
   }
 }
 

@@ -67,6 +67,10 @@ struct EnvStep {
   std::span<const std::byte> next_observations;   // s_{t+1} (after auto-reset: the new episode's)
   std::span<const std::byte> final_observations;  // rows valid where terminated or truncated
   std::int64_t policy_version = 0;
+  // Optional, [M]: envs whose step was a next-step autoreset (Gymnasium's
+  // default mode): the action was ignored and s_{t+1} starts a new episode,
+  // so the step is no transition; the episode before it was complete.
+  std::span<const std::uint8_t> skipped = {};
 };
 
 class NStepAccumulator {
@@ -95,6 +99,13 @@ class NStepAccumulator {
   // FailedPrecondition while transitions wait for a value: their rows are
   // in ready() and must get their priorities first.
   TransitionColumns TakeReady();
+  // Forgets every env's pending steps (its envs were restarted: no step of
+  // theirs will follow). Throws FailedPrecondition while transitions wait for
+  // a value.
+  void DropPending();
+  // Pending steps dropped by DropPending so far.
+  std::int64_t dropped() const { return dropped_; }
+
   // Transitions emitted but waiting for a value.
   std::int64_t waiting() const {
     return static_cast<std::int64_t>(waiting_current_.size() + waiting_final_.size());
@@ -145,6 +156,7 @@ class NStepAccumulator {
   std::vector<PendingStep> pending_steps_;  // [M, n]
   std::vector<std::int64_t> start_;         // per env: ring index of the oldest step
   std::vector<std::int64_t> count_;         // per env: pending steps, < n between calls
+  std::int64_t dropped_ = 0;
   std::vector<Waiting> waiting_current_;
   std::vector<Waiting> waiting_final_;
   std::vector<std::int64_t> truncated_envs_;
