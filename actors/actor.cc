@@ -92,13 +92,14 @@ bool Actor::StepEnvs(const std::vector<std::byte>& actions, std::uint64_t& env_s
     ++steps_since_env_restart_;
     return true;
   } catch (const envs::gymnasium::EnvFailure& e) {
-    quick_env_failures_ = steps_since_env_restart_ < kEnvFailureWindow ? quick_env_failures_ + 1 : 1;
+    quick_env_failures_ =
+        steps_since_env_restart_ < kEnvFailureWindow ? quick_env_failures_ + 1 : 1;
     {
       MutexLock lock(mu_);
       ++stats_.env_errors;
     }
-    spdlog::error("actor {}: env failure ({} in a row): {}", options_.actor_id,
-                  quick_env_failures_, e.what());
+    spdlog::error("actor {}: env failure ({} in a row): {}", options_.actor_id, quick_env_failures_,
+                  e.what());
     if (quick_env_failures_ >= kMaxQuickEnvFailures) throw;
   }
   n_step_.DropPending();

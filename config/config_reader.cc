@@ -2,11 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace rlswarm::config {
@@ -262,8 +261,7 @@ void ConfigReader::Read(const YAML::Node& node, std::string_view key, std::strin
   value = Scalar(node, key, "a string");
 }
 
-void ConfigReader::Read(const YAML::Node& node, std::string_view key, JsonObject& value,
-                        Bounds) {
+void ConfigReader::Read(const YAML::Node& node, std::string_view key, JsonObject& value, Bounds) {
   if (node.IsNull()) {
     value.text.clear();
     return;

@@ -6,10 +6,10 @@
 
 #include "common/errors.h"
 #include "envs/classic/acrobot.h"
-#include "envs/gymnasium/env_worker.h"
 #include "envs/classic/cartpole.h"
 #include "envs/classic/mountain_car.h"
 #include "envs/classic/pendulum.h"
+#include "envs/gymnasium/env_worker.h"
 #include "envs/minatar/asterix.h"
 #include "envs/minatar/breakout.h"
 #include "envs/minatar/freeway.h"
@@ -36,14 +36,13 @@ void RejectMinAtarOptions(std::string_view name, const EnvOptions& o) {
 // Options only the Python or plugin paths read.
 void RejectForeignOptions(std::string_view name, const EnvOptions& o) {
   const bool kwargs = !o.kwargs_json.empty() && o.kwargs_json != "{}";
-  const char* set = kwargs                  ? "kwargs"
-                    : o.python              ? "python"
-                    : o.vectorization_mode  ? "vectorization_mode"
-                    : o.autoreset_mode      ? "autoreset_mode"
-                                            : nullptr;
+  const char* set = kwargs                 ? "kwargs"
+                    : o.python             ? "python"
+                    : o.vectorization_mode ? "vectorization_mode"
+                    : o.autoreset_mode     ? "autoreset_mode"
+                                           : nullptr;
   if (set) {
-    throw InvalidArgument("env option '" + std::string(set) +
-                          "' applies only to gymnasium: envs" +
+    throw InvalidArgument("env option '" + std::string(set) + "' applies only to gymnasium: envs" +
                           (std::string(set) == "kwargs" ? " and plugin: envs" : "") + ", not " +
                           std::string(name));
   }

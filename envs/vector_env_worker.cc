@@ -66,8 +66,8 @@ void VectorEnv::StepWorker(const std::int64_t* discrete, const float* continuous
     const ArraySpec& a = spec_.action.array;
     for (std::int64_t i = 0; i < num_envs_; ++i) {
       for (std::int64_t j = 0; j < action_size_; ++j) {
-        out[i * action_size_ + j] = IgnoresAction(i) ? static_cast<float>(a.Low(j))
-                                                     : continuous[i * action_size_ + j];
+        out[i * action_size_ + j] =
+            IgnoresAction(i) ? static_cast<float>(a.Low(j)) : continuous[i * action_size_ + j];
       }
     }
   }
@@ -102,8 +102,7 @@ void VectorEnv::StepWorker(const std::int64_t* discrete, const float* continuous
     episode_length_[i] += 1;
     if (done(i)) {
       any_done = true;
-      std::memcpy(final_observations_.data() + i * obs_bytes_, finals + i * obs_bytes_,
-                  obs_bytes_);
+      std::memcpy(final_observations_.data() + i * obs_bytes_, finals + i * obs_bytes_, obs_bytes_);
     }
   }
   if (!any_done || worker_->autoreset_mode() != "disabled") return;

@@ -14,8 +14,8 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -110,7 +110,8 @@ std::string DescribeExit(int status) {
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     const char* name = ::sigabbrev_np(sig);
-    return "was killed by signal " + std::to_string(sig) + (name ? " (SIG" + std::string(name) + ")" : "");
+    return "was killed by signal " + std::to_string(sig) +
+           (name ? " (SIG" + std::string(name) + ")" : "");
   }
   return "ended (status " + std::to_string(status) + ")";
 }
@@ -139,9 +140,9 @@ void EnvWorker::Start(const EnvWorkerOptions& options, bool describe) {
   }
   socket_ = fds[0];
   const std::string python = PythonOf(options.env);
-  std::vector<std::string> args = {python,           "-c",       kEnvWorkerSource,
-                                   "--env-id",       env_id_,    "--kwargs",
-                                   kwargs,           "--num-envs", std::to_string(num_envs_)};
+  std::vector<std::string> args = {python,     "-c",         kEnvWorkerSource,
+                                   "--env-id", env_id_,      "--kwargs",
+                                   kwargs,     "--num-envs", std::to_string(num_envs_)};
   if (options.env.vectorization_mode) {
     args.insert(args.end(), {"--vectorization-mode", *options.env.vectorization_mode});
   }
@@ -174,8 +175,7 @@ void EnvWorker::Start(const EnvWorkerOptions& options, bool describe) {
   try {
     j = json::parse(hello);
   } catch (const json::exception& e) {
-    throw EnvFailure("env gymnasium:" + env_id_ + ": malformed hello from the worker: " +
-                     e.what());
+    throw EnvFailure("env gymnasium:" + env_id_ + ": malformed hello from the worker: " + e.what());
   }
   if (!j.value("ok", false)) {
     const std::string message = j.value("message", std::string("unknown error"));
@@ -231,8 +231,8 @@ void EnvWorker::Kill() {
 EnvSpec EnvWorker::Describe(std::string_view env_id, const EnvOptions& options) {
   static std::mutex mu;
   static std::map<std::string, EnvSpec>* cache = new std::map<std::string, EnvSpec>;
-  const std::string key = std::string(env_id) + '\n' + KwargsOf(env_id, options) + '\n' +
-                          PythonOf(options);
+  const std::string key =
+      std::string(env_id) + '\n' + KwargsOf(env_id, options) + '\n' + PythonOf(options);
   {
     std::lock_guard lock(mu);
     if (auto it = cache->find(key); it != cache->end()) return it->second;
@@ -248,7 +248,8 @@ EnvSpec EnvWorker::Describe(std::string_view env_id, const EnvOptions& options) 
 
 std::byte* EnvWorker::array(std::string_view name) const {
   auto it = offsets_.find(name);
-  if (it == offsets_.end()) throw Internal("env worker: no shared array '" + std::string(name) + "'");
+  if (it == offsets_.end())
+    throw Internal("env worker: no shared array '" + std::string(name) + "'");
   return shm_ + it->second;
 }
 

@@ -398,8 +398,8 @@ class Worker:
     def step(self):
         np = self.np
         actions = self.act.decode(self.actions)
+        self.steps += 1  # counted first, so that an exception names this step
         obs, rewards, terminated, truncated, infos = self.env.step(actions)
-        self.steps += 1
         rewards = np.asarray(rewards)
         if rewards.shape != (self.n,):
             raise WorkerError(ENV_ERROR, f"env {self.args.env_id}: reward at step "
