@@ -5,6 +5,7 @@
 #include "actors/acting_policy.h"
 #include "common/errors.h"
 #include "envs/episode_runner.h"
+#include "envs/gymnasium/env_worker.h"
 
 namespace rlswarm::evaluate {
 namespace {
@@ -62,8 +63,15 @@ Evaluation PolicyEvaluator::Evaluate(const std::vector<Payload>& weights, std::u
     return options_.time_limit_s > 0 && (++steps & 63) == 0 &&
            std::chrono::steady_clock::now() >= deadline;
   };
-  const std::vector<envs::EpisodeResult> episodes =
-      envs::RunEpisodes(env_, *policy_, options_.episodes, options_.seed, keep_going, cancelled);
+  std::vector<envs::EpisodeResult> episodes;
+  try {
+    episodes =
+        envs::RunEpisodes(env_, *policy_, options_.episodes, options_.seed, keep_going, cancelled);
+  } catch (const envs::gymnasium::EnvFailure&) {
+    // The next evaluation starts from a new worker, not a broken env.
+    env_.Restart(options_.seed);
+    throw;
+  }
   const envs::ReturnSummary s = envs::Summarize(episodes);
   Evaluation e;
   e.version = version;

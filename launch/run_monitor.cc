@@ -348,10 +348,16 @@ RunSummary RunMonitor::Finish(const std::string& stop_reason,
       evaluate::PolicyEvaluatorOptions o = options_.evaluator;
       o.episode_return_bound.reset();
       o.time_limit_s = options_.launch.final_eval_timeout_s;
-      evaluate::PolicyEvaluator full(o, options_.networks);
       spdlog::info("evaluating the final weights v{}", blob->version);
-      final_eval = full.Evaluate(blob->payloads, blob->version);
-      Record(*final_eval, p.env_steps, Elapsed(), &blob->payloads);
+      try {
+        evaluate::PolicyEvaluator full(o, options_.networks);
+        final_eval = full.Evaluate(blob->payloads, blob->version);
+        Record(*final_eval, p.env_steps, Elapsed(), &blob->payloads);
+      } catch (const Error& error) {
+        // An env that fails in evaluation costs the figure, not the summary.
+        spdlog::error("final evaluation failed: {}", error.what());
+        final_eval.reset();
+      }
     }
   }
   if (final_eval) {
@@ -405,8 +411,16 @@ void RunMonitor::HeldOutEvaluation(RunSummary& s) {
     std::lock_guard lock(mu_);
     if (best_version_) version = *best_version_;
   }
-  evaluate::PolicyEvaluator evaluator(o, options_.networks);
-  const evaluate::Evaluation e = evaluator.Evaluate(weights, version);
+  evaluate::Evaluation e;
+  try {
+    evaluate::PolicyEvaluator evaluator(o, options_.networks);
+    e = evaluator.Evaluate(weights, version);
+  } catch (const Error& error) {
+    // An env that fails in evaluation (a Gymnasium env that raises) costs
+    // the figure, not the run's summary.
+    spdlog::error("held-out evaluation failed: {}", error.what());
+    return;
+  }
   s.heldout_eval_episodes = e.episodes;
   if (e.episodes == 0) return;
   s.heldout_eval_mean_return = e.mean_return;

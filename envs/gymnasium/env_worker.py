@@ -70,17 +70,20 @@ def import_gymnasium():
 
 
 def import_env_module(env_id):
-    # gymnasium.make("module:Env-v0") imports module itself; importing it here
-    # first turns a missing module into an error that names it.
+    """Imports the module of "module:Env-v0" (registering its envs) and returns
+    the id Gymnasium knows, "Env-v0". Importing here, not in gymnasium.make,
+    turns a missing module into an error that names it, and make_vec and
+    gymnasium.spec, which do not take the module prefix, see a plain id."""
     if ":" not in env_id:
-        return
-    module = env_id.split(":", 1)[0]
+        return env_id
+    module, name = env_id.split(":", 1)
     try:
         importlib.import_module(module)
     except ImportError as e:
         raise WorkerError(
             CONFIG_ERROR, f"env {env_id}: cannot import module '{module}': {e}"
         ) from e
+    return name
 
 
 def bound_list(values, np):
@@ -275,7 +278,7 @@ def max_episode_steps(env):
 
 
 def describe_single(gym, np, args, kwargs):
-    env = gym.make(args.env_id, **kwargs)
+    env = gym.make(args.gym_id, **kwargs)
     try:
         obs = ObservationCodec(env.observation_space, args.env_id, gym, np)
         act = ActionCodec(env.action_space, args.env_id, gym, np)
@@ -292,7 +295,7 @@ def make_vector_env(gym, args, kwargs):
     if mode is None:
         # make_vec's default, except that a requested autoreset mode needs a
         # vector env that takes one: Gymnasium's sync env takes all three.
-        has_own = gym.spec(args.env_id).vector_entry_point is not None
+        has_own = gym.spec(args.gym_id).vector_entry_point is not None
         mode = "vector_entry_point" if has_own and not args.autoreset_mode else "sync"
     if args.autoreset_mode:
         autoreset = gym.vector.AutoresetMode[args.autoreset_mode.upper()]
@@ -300,7 +303,7 @@ def make_vector_env(gym, args, kwargs):
             kwargs = dict(kwargs, autoreset_mode=autoreset)
         else:
             vector_kwargs["autoreset_mode"] = autoreset
-    return gym.make_vec(args.env_id, num_envs=args.num_envs, vectorization_mode=mode,
+    return gym.make_vec(args.gym_id, num_envs=args.num_envs, vectorization_mode=mode,
                         vector_kwargs=vector_kwargs, **kwargs)
 
 
@@ -494,7 +497,7 @@ def main(argv):
     sock = socket.socket(fileno=3)
     try:
         gym, np = import_gymnasium()
-        import_env_module(args.env_id)
+        args.gym_id = import_env_module(args.env_id)
         kwargs = json.loads(args.kwargs) if args.kwargs else {}
         if args.describe:
             try:
