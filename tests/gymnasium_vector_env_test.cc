@@ -1,5 +1,5 @@
 // The Gymnasium path with real Python workers: scripted envs
-// (testing/rlswarm_test_envs.py) in each autoreset mode, the spaces, the
+// (envs/gymnasium/testing/rlswarm_test_envs.py) in each autoreset mode, the spaces, the
 // errors, a crashing and a hung env. Needs a Python with gymnasium (the
 // repository's .venv/, scripts/setup.sh --python); skipped without one.
 
