@@ -17,6 +17,20 @@ models::ModelSpec ModelSection::ToSpec(const envs::EnvSpec& env) const {
   }
   const auto& shape = env.observation.shape;
   const bool residual = torso == "residual";
+  if (torso == "nature_cnn") {
+    if (shape.size() != 3) {
+      throw InvalidArgument("model.torso nature_cnn: needs image stacks [C, H, W]; " + env.name +
+                            " has " + std::to_string(shape.size()) + "-D observations");
+    }
+    models::NatureCnnOptions o;
+    o.in_channels = shape[0];
+    o.height = shape[1];
+    o.width = shape[2];
+    o.num_actions = env.action.num_actions;
+    o.hidden = minatar_hidden;
+    o.dueling = dueling;
+    return models::MakeNatureCnnSpec(o);
+  }
   if (shape.size() == 1 && residual) {
     models::ResidualMlpOptions o;
     o.input_dim = shape[0];

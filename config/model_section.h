@@ -42,8 +42,9 @@ struct ModelSection {
     v.Choice("torso", torso,
              "plain: the MLP (hidden_sizes) or the MinAtar net (conv_filters, minatar_hidden); "
              "residual: a residual MLP (width, blocks) or an IMPALA-style residual conv torso "
-             "(channels, stages, blocks_per_stage, width), one layer per block",
-             {"plain", "residual"});
+             "(channels, stages, blocks_per_stage, width), one layer per block; nature_cnn: the "
+             "Nature DQN network for Atari frame stacks [C, H, W] (minatar_hidden units)",
+             {"plain", "residual", "nature_cnn"});
     v.Field("width", width,
             "residual torso: width of the MLP's residual stream (params ~ 2 blocks width^2), "
             "units of the conv torso's fully connected layer",

@@ -109,4 +109,53 @@ ModelSpec MakeMinAtarSpec(const MinAtarOptions& options) {
   return spec;
 }
 
+void NatureCnnOptions::Validate() const {
+  if (in_channels < 1 || num_actions < 1 || hidden < 1 || height < 36 || width < 36) {
+    throw InvalidArgument(
+        "nature_cnn: channels, actions and hidden must be >= 1, frames at least 36x36 (got " +
+        std::to_string(height) + "x" + std::to_string(width) + ")");
+  }
+}
+
+ModelSpec MakeNatureCnnSpec(const NatureCnnOptions& options) {
+  options.Validate();
+  ModelSpec spec;
+  spec.name = "nature_cnn";
+  spec.sample_shape = {options.in_channels, options.height, options.width};
+  spec.num_actions = options.num_actions;
+  struct Conv {
+    int64_t out, kernel, stride;
+  };
+  const Conv convs[] = {{32, 8, 4}, {64, 4, 2}, {64, 3, 1}};
+  int64_t channels = options.in_channels;
+  int64_t h = options.height;
+  int64_t w = options.width;
+  for (int i = 0; i < 3; ++i) {
+    const Conv c = convs[i];
+    const int64_t fan_in = channels * c.kernel * c.kernel;
+    LayerSpec layer;
+    layer.name = "conv" + std::to_string(i);
+    layer.params = {
+        {"weight", {c.out, channels, c.kernel, c.kernel}, fan_in, ParamInit::kFanInUniform},
+        {"bias", {c.out}, fan_in, ParamInit::kFanInUniform}};
+    const bool first = i == 0;
+    const bool last = i == 2;
+    const int64_t stride = c.stride;
+    layer.forward = [first, last, stride](const at::Tensor& x, const std::vector<at::Tensor>& p) {
+      // Pixels arrive as 0..255 (cast to the network's dtype by the caller).
+      const at::Tensor input = first ? x * (1.0 / 255.0) : x;
+      at::Tensor out = at::relu(at::conv2d(input, p[0], p[1], {stride, stride}));
+      return last ? out.flatten(1) : out;
+    };
+    spec.layers.push_back(std::move(layer));
+    channels = c.out;
+    h = (h - c.kernel) / c.stride + 1;
+    w = (w - c.kernel) / c.stride + 1;
+  }
+  spec.layers.push_back(LinearLayer("fc", channels * h * w, options.hidden, true));
+  spec.layers.push_back(HeadLayer(options.hidden, options.num_actions, options.dueling));
+  spec.Validate();
+  return spec;
+}
+
 }  // namespace rlswarm::models

@@ -39,6 +39,20 @@ struct MinAtarOptions {
   void Validate() const;
 };
 
+// The Nature DQN network (Mnih et al. 2015) for Atari frame stacks
+// [B, C, 84, 84] (uint8 pixels, scaled by 1/255 in the first layer): conv 32
+// 8x8/4 -> conv 64 4x4/2 -> conv 64 3x3/1 -> FC 512 -> actions, ReLUs between.
+struct NatureCnnOptions {
+  int64_t in_channels = 4;  // frames in the stack
+  int64_t height = 84;
+  int64_t width = 84;
+  int64_t num_actions = 6;
+  int64_t hidden = 512;
+  bool dueling = false;
+
+  void Validate() const;
+};
+
 // The layers both families (and residual_networks.h) are built from.
 // `name`: linear (+ ReLU); params "weight" [out, in], "bias" [out].
 LayerSpec LinearLayer(std::string name, int64_t in, int64_t out, bool relu);
@@ -51,5 +65,9 @@ ModelSpec MakeMlpSpec(const MlpOptions& options);
 
 // Layers "conv" (conv + ReLU + flatten), "fc" (linear + ReLU), "head".
 ModelSpec MakeMinAtarSpec(const MinAtarOptions& options);
+
+// Layers "conv0", "conv1", "conv2" (conv + ReLU; the last flattens), "fc",
+// "head".
+ModelSpec MakeNatureCnnSpec(const NatureCnnOptions& options);
 
 }  // namespace rlswarm::models

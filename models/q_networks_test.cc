@@ -27,6 +27,21 @@ TEST(QNetworksTest, MinAtarHasReferenceShapes) {
   EXPECT_EQ(net.Forward(at::rand({3, 4, 10, 10})).sizes(), (at::IntArrayRef{3, 6}));
 }
 
+TEST(QNetworksTest, NatureCnnHasTheNatureDqnShapesAndReadsPixels) {
+  ModelSpec spec = MakeNatureCnnSpec({.in_channels = 4, .num_actions = 6});
+  // 84 -> 20 -> 9 -> 7: 64 * 7 * 7 = 3136 -> 512 -> 6 (Mnih et al. 2015).
+  EXPECT_EQ(spec.Numel(), 32 * 4 * 64 + 32 + 64 * 32 * 16 + 64 + 64 * 64 * 9 + 64 + 3136 * 512 +
+                              512 + 512 * 6 + 6);
+  EXPECT_EQ(spec.sample_shape, (std::vector<int64_t>{4, 84, 84}));
+  QNetwork net(spec, 1);
+  // Pixels are scaled by 1/255 inside: full-white frames give finite values.
+  const at::Tensor q = net.Forward(at::full({2, 4, 84, 84}, 255.0));
+  EXPECT_EQ(q.sizes(), (at::IntArrayRef{2, 6}));
+  EXPECT_TRUE(at::isfinite(q).all().item<bool>());
+  EXPECT_LT(q.abs().max().item<double>(), 10.0);
+  EXPECT_THROW(MakeNatureCnnSpec({.height = 20}), InvalidArgument);
+}
+
 TEST(QNetworksTest, DuelingAdvantageHasZeroMeanEffect) {
   ModelSpec spec = MakeMlpSpec({.dueling = true});
   QNetwork net(spec, 3, at::kDouble);

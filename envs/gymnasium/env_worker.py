@@ -69,21 +69,38 @@ def import_gymnasium():
     return gymnasium, numpy
 
 
-def import_env_module(env_id):
-    """Imports the module of "module:Env-v0" (registering its envs) and returns
-    the id Gymnasium knows, "Env-v0". Importing here, not in gymnasium.make,
-    turns a missing module into an error that names it, and make_vec and
-    gymnasium.spec, which do not take the module prefix, see a plain id."""
-    if ":" not in env_id:
-        return env_id
-    module, name = env_id.split(":", 1)
+# Namespaces whose package registers its envs only when asked: imported (and
+# asked) for a plain "Namespace/Name-vN" id.
+KNOWN_NAMESPACES = {
+    "ALE": ("ale_py", None),
+    "MinAtar": ("minatar.gym", "register_envs"),
+}
+
+
+def import_module_of(env_id, module, register=None):
     try:
-        importlib.import_module(module)
+        imported = importlib.import_module(module)
     except ImportError as e:
         raise WorkerError(
             CONFIG_ERROR, f"env {env_id}: cannot import module '{module}': {e}"
         ) from e
-    return name
+    if register:
+        getattr(imported, register)()
+
+
+def import_env_module(env_id, gym):
+    """Imports the module of "module:Env-v0" (registering its envs) and returns
+    the id Gymnasium knows, "Env-v0". Importing here, not in gymnasium.make,
+    turns a missing module into an error that names it, and make_vec and
+    gymnasium.spec, which do not take the module prefix, see a plain id."""
+    if ":" in env_id:
+        module, name = env_id.split(":", 1)
+        import_module_of(env_id, module)
+        return name
+    namespace = env_id.split("/", 1)[0] if "/" in env_id else None
+    if namespace in KNOWN_NAMESPACES and env_id not in gym.registry:
+        import_module_of(env_id, *KNOWN_NAMESPACES[namespace])
+    return env_id
 
 
 def bound_list(values, np):
@@ -271,19 +288,16 @@ class ActionCodec:
         return (digits + self.starts).astype(self.dtype)
 
 
-def max_episode_steps(env):
-    spec = getattr(env, "spec", None)
-    steps = getattr(spec, "max_episode_steps", None)
-    return int(steps) if steps else 0
-
-
-def describe_single(gym, np, args, kwargs):
-    env = gym.make(args.gym_id, **kwargs)
+def describe(gym, np, args, kwargs):
+    """The spec of one env, made the way the actors make theirs (make_vec), so
+    that a vector env's own kwargs (ale-py's stack_num, ...) apply to it too."""
+    args.num_envs = 1
+    env = make_vector_env(gym, args, kwargs)
     try:
-        obs = ObservationCodec(env.observation_space, args.env_id, gym, np)
-        act = ActionCodec(env.action_space, args.env_id, gym, np)
+        obs = ObservationCodec(env.single_observation_space, args.env_id, gym, np)
+        act = ActionCodec(env.single_action_space, args.env_id, gym, np)
         return {"name": "gymnasium:" + args.env_id, "observation": obs.spec(),
-                "action": act.spec(), "max_episode_steps": max_episode_steps(env),
+                "action": act.spec(), "max_episode_steps": max_episode_steps_of_vector(env),
                 "render_fps": (env.metadata or {}).get("render_fps")}
     finally:
         env.close()
@@ -372,13 +386,14 @@ class Worker:
         """The seeds in shm as this vector env takes them: Gymnasium's sync and
         async envs one per env (None where not reset); a vector env of its own
         one int (it derives its envs' seeds), or an array per reset env when
-        only some reset (ale-py's)."""
-        seeds = [int(s) for s in self.seeds]
+        only some reset (ale-py's). Seeds are taken modulo 2**31: envs that seed
+        numpy's legacy RandomState (MinAtar's) refuse 2**32 and above."""
+        seeds = [int(s) % (1 << 31) for s in self.seeds]
         if self.per_env_seeds:
             return seeds if mask is None else [s if m else None for s, m in zip(seeds, mask)]
         if mask is None:
-            return seeds[0] % (1 << 31)
-        return self.np.array([s % (1 << 31) for s, m in zip(seeds, mask) if m],
+            return seeds[0]
+        return self.np.array([s for s, m in zip(seeds, mask) if m],
                              dtype=self.np.int64)
 
     def reset(self, seeded):
@@ -497,15 +512,15 @@ def main(argv):
     sock = socket.socket(fileno=3)
     try:
         gym, np = import_gymnasium()
-        args.gym_id = import_env_module(args.env_id)
+        args.gym_id = import_env_module(args.env_id, gym)
         kwargs = json.loads(args.kwargs) if args.kwargs else {}
         if args.describe:
             try:
-                spec = describe_single(gym, np, args, kwargs)
+                spec = describe(gym, np, args, kwargs)
             except WorkerError:
                 raise
             except Exception as e:
-                raise WorkerError(CONFIG_ERROR, f"gymnasium.make('{args.env_id}') failed: "
+                raise WorkerError(CONFIG_ERROR, f"gymnasium.make_vec('{args.env_id}') failed: "
                                   f"{type(e).__name__}: {e}") from e
             sock.send(json.dumps({"ok": True, "spec": spec}).encode())
             return 0
