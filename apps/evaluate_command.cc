@@ -10,10 +10,12 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "actors/acting_policy.h"
 #include "actors/q_policy.h"
 #include "apps/commands.h"
+#include "common/errors.h"
 #include "common/logging.h"
 #include "config/experiment_config.h"
 #include "envs/episode_runner.h"
@@ -29,9 +31,23 @@ namespace {
 // How long a recorded frame shows: CartPole-v1 in real time (its physics
 // step is 0.02 s, Gymnasium renders it at 50 fps); the MinAtar grids move a
 // cell a step, readable at 10 frames a second.
-int FrameDelayCs(const std::string& env_name) {
+int FrameDelayCs(std::string env_name) {
+  // Gymnasium's own CartPole and Pendulum play at the built-ins' pace.
+  if (envs::IsGymnasiumEnv(env_name)) env_name.erase(0, envs::kGymnasiumPrefix.size());
   if (env_name == "CartPole-v1") return 2;
   return env_name == "Pendulum-v1" ? 5 : 10;
+}
+
+// --record on a Gymnasium env: its envs are made to render RGB frames
+// (render_mode "rgb_array", unless the config's kwargs choose one), in a sync
+// vector env unless the config names a vectorization (each env renders on its
+// own there; a vector env of the env's own may render only as a whole).
+void RenderGymnasiumFrames(envs::EnvOptions& env) {
+  nlohmann::json kwargs =
+      env.kwargs_json.empty() ? nlohmann::json::object() : nlohmann::json::parse(env.kwargs_json);
+  if (!kwargs.contains("render_mode")) kwargs["render_mode"] = "rgb_array";
+  env.kwargs_json = kwargs.dump();
+  if (!env.vectorization_mode) env.vectorization_mode = "sync";
 }
 
 // `--record`: the first `episodes` episodes as PNG frames
@@ -132,8 +148,19 @@ void RunEvaluate(const EvaluateArgs& args, const CLI::App& cmd) {
 
   const auto& env_cfg = config.env;
   const auto& eval = config.evaluate;
-  envs::VectorEnv env(env_cfg.name,
-                      env_cfg.ToVectorEnvOptions(envs::AutoResetSeeding::kSeedPerEpisode));
+  envs::VectorEnvOptions env_options =
+      env_cfg.ToVectorEnvOptions(envs::AutoResetSeeding::kSeedPerEpisode);
+  const bool record_gymnasium = !args.record_dir.empty() && envs::IsGymnasiumEnv(env_cfg.name);
+  if (record_gymnasium) RenderGymnasiumFrames(env_options.env);
+  std::optional<envs::VectorEnv> made;
+  try {
+    made.emplace(env_cfg.name, env_options);
+  } catch (const InvalidArgument& e) {
+    // The config loaded, so what the env refuses is the render mode.
+    if (!record_gymnasium) throw;
+    throw config::ConfigError(std::string("--record: ") + e.what());
+  }
+  envs::VectorEnv& env = *made;
   std::unique_ptr<envs::BatchPolicy> policy;
   std::unique_ptr<actors::ActingPolicy> network;
   std::unique_ptr<EpisodeRecorder> recorder;
@@ -150,9 +177,10 @@ void RunEvaluate(const EvaluateArgs& args, const CLI::App& cmd) {
     network->LoadWeights(evaluate::CheckpointWeights(args.checkpoint));
     std::function<void(std::int64_t, std::uint64_t, std::int64_t)> on_observation;
     if (!args.record_dir.empty()) {
-      if (!envs::CanRender(env.spec())) {
+      if (!env.CanRenderFrames()) {
         throw config::ConfigError("--record: cannot draw " + env_cfg.name +
-                                  " (CartPole-v1, Pendulum-v1 and the MinAtar games can be drawn)");
+                                  " (CartPole-v1, Pendulum-v1, the MinAtar games and Gymnasium "
+                                  "envs with an rgb_array render mode can be drawn)");
       }
       recorder = std::make_unique<EpisodeRecorder>(args.record_dir,
                                                    static_cast<std::uint64_t>(args.record_episodes),
@@ -160,8 +188,7 @@ void RunEvaluate(const EvaluateArgs& args, const CLI::App& cmd) {
       on_observation = [&env, &recorder](std::int64_t slot, std::uint64_t episode,
                                          std::int64_t step) {
         if (!recorder->Wants(slot, episode)) return;
-        recorder->Frame(slot, episode, step,
-                        envs::RenderObservation(env.spec(), env.observation(slot)));
+        recorder->Frame(slot, episode, step, env.Render(slot));
       };
     }
     policy = network->MakeEvaluationPolicy(env.num_envs(), args.epsilon, eval.seed,

@@ -10,6 +10,7 @@
 #
 #   bench/e2e.sh [--seeds N] [--mode embedded|processes] [--config FILE]
 #                [--binary PATH] [--plain PATH | --no-plain] [--keep DIR]
+#                [--baseline FILE]
 #                [section.key=value ...]
 #
 # Seed s sets actor.seed, model.seed and learner.seed to s and replay.seed to
@@ -26,7 +27,13 @@
 # best policy's score on held-out episodes (heldout_eval_mean_return,
 # summary.json's), which no evaluation during the run saw. Medians are
 # null unless every seed solved. The plain program runs for dqn configs only
-# (--no-plain otherwise; TD3 configs skip it by themselves).
+# (--no-plain otherwise; TD3 and Gymnasium configs skip it by themselves).
+#
+# --baseline FILE launches another config beside every seed the same way
+# (same seed overrides, alternating), e.g. the native CartPole beside
+# configs/gymnasium_cartpole.yaml; its keys: baseline_config,
+# baseline_median_time_to_solve_s, median_ratio_to_baseline, and per run
+# baseline_time_to_solve_s, baseline_heldout_eval_mean_return.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,6 +43,7 @@ config="$root/configs/cartpole.yaml"
 binary="${RLSWARM_BUILD_DIR:-$root/build}/rlswarm"
 plain="${RLSWARM_BUILD_DIR:-$root/build}/bench/plain_dqn"
 keep=""
+baseline=""
 overrides=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -46,12 +54,14 @@ while [ $# -gt 0 ]; do
     --plain) plain="$2"; shift 2 ;;
     --no-plain) plain=""; shift ;;
     --keep) keep="$2"; shift 2 ;;
+    --baseline) baseline="$2"; shift 2 ;;
     *) overrides+=("$1"); shift ;;
   esac
 done
 [ -x "$binary" ] || { echo "e2e.sh: no rlswarm binary at $binary (build first)" >&2; exit 1; }
-# TD3 configs have no plain program.
-if grep -Eq '^ *algorithm: *td3' "$config"; then plain=""; fi
+# TD3 configs have no plain program, nor have Gymnasium envs (it steps
+# built-in envs only).
+if grep -Eq '^ *algorithm: *td3|^ *name: *gymnasium:' "$config"; then plain=""; fi
 [ -z "$plain" ] || [ -x "$plain" ] ||
   { echo "e2e.sh: no plain_dqn at $plain (build it, or --no-plain)" >&2; exit 1; }
 
@@ -64,6 +74,7 @@ field() { sed -n "s/^  \"$1\": \(.*\),\{0,1\}$/\1/p" "$2" | sed 's/,$//'; }
 
 runs=()
 times=()
+baseline_times=()
 plain_times=()
 all_solved=true
 plain_all_solved=true
@@ -99,6 +110,16 @@ for ((s = 0; s < seeds; s++)); do
     fi
     run+=", \"plain_time_to_solve_s\": $ptts, \"ratio_to_plain\": $ratio, \"plain_env_steps_to_solve\": $(plain_field env_steps_to_solve "$out"), \"plain_updates\": $(plain_field updates "$out"), \"plain_startup_s\": $(plain_field startup_s "$out"), \"plain_learning_start_s\": $(plain_field learning_start_s "$out"), \"plain_updating_s\": $(plain_field updating_s "$out"), \"plain_evaluating_s\": $(plain_field evaluating_s "$out"), \"plain_evaluations\": $(plain_field evaluations "$out")"
   fi
+  if [ -n "$baseline" ]; then
+    bdir="$work/baseline-seed-$s"
+    "$binary" launch "$baseline" --run-dir "$bdir" launch.mode="$mode" \
+      "${seed_overrides[@]}" "${overrides[@]}" >/dev/null 2>"$work/baseline-seed-$s.stderr" || {
+        echo "e2e.sh: baseline seed $s failed; see $work/baseline-seed-$s.stderr" >&2; keep=1
+        trap - EXIT; exit 1; }
+    btts=$(field time_to_solve_s "$bdir/summary.json")
+    [ "$btts" = "null" ] || baseline_times+=("$btts")
+    run+=", \"baseline_time_to_solve_s\": $btts, \"baseline_heldout_eval_mean_return\": $(field heldout_eval_mean_return "$bdir/summary.json")"
+  fi
   runs+=("$run}")
 done
 
@@ -111,7 +132,17 @@ if [ -n "$plain" ] && [ ${#plain_times[@]} -eq "$seeds" ]; then
   plain_median=$(median_of "${plain_times[@]}")
   [ "$median" = "null" ] || ratio=$(awk -v a="$median" -v b="$plain_median" 'BEGIN {printf "%.3f", a / b}')
 fi
+baseline_fields=""
+if [ -n "$baseline" ]; then
+  bmedian=null
+  bratio=null
+  if [ ${#baseline_times[@]} -eq "$seeds" ]; then
+    bmedian=$(median_of "${baseline_times[@]}")
+    [ "$median" = "null" ] || bratio=$(awk -v a="$median" -v b="$bmedian" 'BEGIN {printf "%.3f", a / b}')
+  fi
+  baseline_fields=", \"baseline_config\": \"$(basename "$baseline")\", \"baseline_median_time_to_solve_s\": $bmedian, \"median_ratio_to_baseline\": $bratio"
+fi
 plain_solved=null
 [ -z "$plain" ] || plain_solved=$plain_all_solved
 joined=$(IFS=,; echo "${runs[*]}")
-echo "{\"bench\": \"e2e\", \"config\": \"$(basename "$config")\", \"mode\": \"$mode\", \"seeds\": $seeds, \"all_solved\": $all_solved, \"median_time_to_solve_s\": $median, \"plain_all_solved\": $plain_solved, \"plain_median_time_to_solve_s\": $plain_median, \"median_ratio_to_plain\": $ratio, \"cpu\": \"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)\", \"runs\": [$joined]}"
+echo "{\"bench\": \"e2e\", \"config\": \"$(basename "$config")\", \"mode\": \"$mode\", \"seeds\": $seeds, \"all_solved\": $all_solved, \"median_time_to_solve_s\": $median, \"plain_all_solved\": $plain_solved, \"plain_median_time_to_solve_s\": $plain_median, \"median_ratio_to_plain\": $ratio$baseline_fields, \"cpu\": \"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)\", \"runs\": [$joined]}"

@@ -8,8 +8,12 @@
 //   actor          a whole actor (batched inference, n-step, a real replay
 //                  shard over tcp loopback);
 //   native_actor   the same actor on rlswarm's built-in C++ version of the
-//                  env, where there is one.
-// Ratios: vector_env and actor over python_alone, actor over native_actor.
+//                  env, where there is one;
+//   inference_alone  the actor's network alone (QPolicy::Evaluate on a batch
+//                  of num_envs observations, one thread): rows per second.
+// Ratios: vector_env and actor over python_alone, actor over native_actor,
+// and the actor's ceiling when env and inference take turns on one core,
+// 1 / (1/python_alone + 1/inference_alone), over python_alone.
 //
 //   gymnasium_bench [--json] [--seconds S] [--case cartpole|minatar_breakout|pong]
 //
@@ -130,13 +134,35 @@ double VectorEnvSteps(const Case& c, double seconds) {
   return run(seconds);
 }
 
-double ActorSteps(const std::string& env_name, const envs::EnvOptions& env_options, const Case& c,
-                  double seconds) {
-  const envs::EnvSpec spec = envs::DescribeEnv(env_name, env_options);
+models::ModelSpec NetworkOf(const envs::EnvSpec& spec, const Case& c) {
   config::ModelSection model;
   model.torso = c.torso;
   if (c.torso == "nature_cnn") model.minatar_hidden = 512;
-  const models::ModelSpec net = model.ToSpec(spec);
+  return model.ToSpec(spec);
+}
+
+// Rows per second of the actor's forward pass alone, on zero observations.
+double InferenceAlone(const envs::EnvSpec& spec, const Case& c, double seconds) {
+  actors::QPolicy policy(NetworkOf(spec, c), 1, spec.observation.dtype);
+  const std::vector<std::byte> obs(policy.observation_bytes() * c.num_envs);
+  std::vector<float> q(static_cast<std::size_t>(policy.num_actions() * c.num_envs));
+  auto run = [&](double duration) {
+    std::int64_t rows = 0;
+    const auto start = Clock::now();
+    while (Clock::now() - start < std::chrono::duration<double>(duration)) {
+      policy.Evaluate(obs, c.num_envs, q);
+      rows += c.num_envs;
+    }
+    return static_cast<double>(rows) / std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  run(0.3);
+  return run(seconds);
+}
+
+double ActorSteps(const std::string& env_name, const envs::EnvOptions& env_options, const Case& c,
+                  double seconds) {
+  const envs::EnvSpec spec = envs::DescribeEnv(env_name, env_options);
+  const models::ModelSpec net = NetworkOf(spec, c);
   const replay::Signature signature = replay::TransitionSignature(
       spec.observation.dtype, spec.observation.shape, DType::kInt64, {});
   replay::ReplayServiceOptions shard_options;
@@ -204,11 +230,16 @@ int main(int argc, char** argv) {
       const double alone = PythonAlone(c, seconds);
       const double vector = VectorEnvSteps(c, seconds);
       const double actor = ActorSteps("gymnasium:" + c.gym_id, GymOptions(c), c, seconds);
+      const double inference =
+          InferenceAlone(envs::DescribeEnv("gymnasium:" + c.gym_id, GymOptions(c)), c, seconds);
       row["python_alone_steps_per_sec"] = alone;
       row["vector_env_steps_per_sec"] = vector;
       row["actor_steps_per_sec"] = actor;
       row["vector_env_ratio_to_python_alone"] = alone > 0 ? vector / alone : 0.0;
       row["actor_ratio_to_python_alone"] = alone > 0 ? actor / alone : 0.0;
+      row["inference_alone_rows_per_sec"] = inference;
+      row["one_core_ceiling_ratio_to_python_alone"] =
+          alone > 0 ? 1.0 / (1.0 / alone + 1.0 / inference) / alone : 0.0;
       if (!c.native.empty()) {
         const double native = ActorSteps(c.native, {}, c, seconds);
         row["native_env"] = c.native;

@@ -57,6 +57,7 @@
 
 #include "envs/env.h"
 #include "envs/registry.h"
+#include "envs/render.h"
 
 namespace rlswarm::envs {
 
@@ -108,6 +109,13 @@ class VectorEnv {
   void RequestStop();
   // Gymnasium envs: the worker's process id (-1 for built-in envs).
   std::int64_t worker_pid() const;
+  // What env i looks like now: a Gymnasium env's own render() (the env made
+  // with kwargs render_mode "rgb_array"), else the observation drawn
+  // (render.h). Throws InvalidArgument when neither can draw it.
+  Image Render(std::int64_t i);
+  // Whether Render can work: a Gymnasium env (its render mode is checked
+  // when it renders), or a built-in env render.h draws.
+  bool CanRenderFrames() const;
 
   // Batched outputs, valid until the next Step or Reset.
   const std::byte* observations() const { return observations_.data(); }

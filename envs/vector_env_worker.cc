@@ -36,6 +36,17 @@ void VectorEnv::RequestStop() {
 
 std::int64_t VectorEnv::worker_pid() const { return worker_ ? worker_->pid() : -1; }
 
+Image VectorEnv::Render(std::int64_t i) {
+  if (i < 0 || i >= num_envs_) {
+    throw InvalidArgument("render: no env " + std::to_string(i) + " of " +
+                          std::to_string(num_envs_));
+  }
+  if (worker_) return worker_->Render(i);
+  return RenderObservation(spec_, observation(i));
+}
+
+bool VectorEnv::CanRenderFrames() const { return worker_ != nullptr || CanRender(spec_); }
+
 void VectorEnv::ResetWorker(std::uint64_t seed) {
   auto* seeds = reinterpret_cast<std::uint64_t*>(worker_->array("seeds"));
   for (std::int64_t i = 0; i < num_envs_; ++i) {

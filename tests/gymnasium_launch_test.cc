@@ -89,7 +89,48 @@ TEST_F(GymnasiumLaunchTest, GymnasiumCartPoleSolvesInBothModesAndItsBestPolicyEv
     const Json result = Json::parse(log.substr(log.find('{')));
     EXPECT_EQ(result["env"], "gymnasium:CartPole-v1");
     EXPECT_GE(result["mean_return"].get<double>(), 400) << log;
+
+    // --record: frames from Gymnasium's own renderer (600x400 for CartPole).
+    const fs::path frames = fs::path(dir_) / "frames";
+    auto record = Run({"evaluate", "--config", Config("gymnasium_cartpole.yaml"), "--checkpoint",
+                       (run / "policies" / "best").string(), "evaluate.policy=q",
+                       "evaluate.episodes=2", "env.num_envs=2", "--record", frames.string()},
+                      "record.log");
+    const auto record_code = record->Wait(120s);
+    ASSERT_TRUE(record_code.has_value()) << record->Log();
+    ASSERT_EQ(*record_code, 0) << record->Log();
+    ASSERT_TRUE(fs::exists(frames / "episode-0000.gif")) << record->Log();
+    std::ifstream png(frames / "episode-0000" / "frame-00000.png", std::ios::binary);
+    ASSERT_TRUE(png.good()) << record->Log();
+    // The PNG header's IHDR: width and height, big-endian, at bytes 16 and 20.
+    unsigned char header[24] = {};
+    png.read(reinterpret_cast<char*>(header), sizeof(header));
+    const auto be32 = [&](int at) {
+      return (header[at] << 24) | (header[at + 1] << 16) | (header[at + 2] << 8) | header[at + 3];
+    };
+    EXPECT_EQ(be32(16), 600);
+    EXPECT_EQ(be32(20), 400);
+    // Hundreds of frames: the policy balances the pole (>= 400 steps above).
+    int frame_files = 0;
+    for (const auto& f : fs::directory_iterator(frames / "episode-0000"))
+      frame_files += f.is_regular_file();
+    EXPECT_GE(frame_files, 300);
   }
+}
+
+// An env that cannot draw itself is named when --record asks for frames,
+// before any checkpoint is read.
+TEST_F(GymnasiumLaunchTest, RecordingAnEnvWithoutFramesIsAConfigErrorNamingTheEnv) {
+  auto record = Run({"evaluate", "--config", Config("gymnasium_cartpole.yaml"), "--checkpoint",
+                     (fs::path(dir_) / "no-such-checkpoint").string(), "evaluate.policy=q",
+                     "evaluate.episodes=1", "env.name=gymnasium:rlswarm_test_envs:Counter-v0",
+                     "--record", (fs::path(dir_) / "frames").string()},
+                    "record.log");
+  const auto code = record->Wait(120s);
+  ASSERT_TRUE(code.has_value()) << record->Log();
+  EXPECT_EQ(*code, 2) << record->Log();
+  EXPECT_NE(record->Log().find("rlswarm_test_envs:Counter-v0"), std::string::npos) << record->Log();
+  EXPECT_NE(record->Log().find("render_mode"), std::string::npos) << record->Log();
 }
 
 // Each of the actor's envs raises on its 1500th step: the actor logs the

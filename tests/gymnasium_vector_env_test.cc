@@ -126,8 +126,11 @@ TEST_P(AutoresetModeTest, EveryStoredTransitionStaysWithinItsEpisode) {
   EXPECT_GT(terminal, 0);
   EXPECT_GT(truncated, 0);
   // Every episode end but the last step's is followed by one ignored action.
-  if (GetParam() == "next_step") EXPECT_GE(ignored, terminal + truncated - m) << ignored;
-  if (GetParam() != "next_step") EXPECT_EQ(ignored, 0);
+  if (GetParam() == "next_step") {
+    EXPECT_GE(ignored, terminal + truncated - m) << ignored;
+  } else {
+    EXPECT_EQ(ignored, 0);
+  }
   for (std::int64_t r = 0; r < t.size(); ++r) {
     const CounterObs s = Read(t.observation.data() + r * obs_bytes);
     const CounterObs next = Read(t.next_observation.data() + r * obs_bytes);

@@ -269,6 +269,41 @@ void EnvWorker::Step() {
   AwaitOk("step");
 }
 
+Image EnvWorker::Render(std::int64_t index) {
+  Send(json{{"cmd", "render"}, {"index", index}}.dump());
+  int fd = -1;
+  const std::string answer = Receive(Clock::time_point::max(), &fd, "rendering");
+  json j = json::parse(answer, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.value("ok", false)) {
+    if (fd >= 0) ::close(fd);
+    const std::string message =
+        j.is_object() ? j.value("message", std::string("unknown error")) : "malformed answer";
+    if (j.is_object() && j.value("kind", std::string()) == "config") {
+      throw InvalidArgument(message);
+    }
+    throw EnvFailure("env gymnasium:" + env_id_ + ": render: " + message);
+  }
+  Image image;
+  image.width = j.value("width", 0);
+  image.height = j.value("height", 0);
+  const auto bytes = static_cast<std::size_t>(image.width) * image.height * 3;
+  image.rgb.resize(bytes);
+  std::size_t done = 0;
+  while (fd >= 0 && done < bytes) {
+    const ssize_t n = ::pread(fd, image.rgb.data() + done, bytes - done, done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  if (fd >= 0) ::close(fd);
+  if (done != bytes || bytes == 0) {
+    throw EnvFailure("env gymnasium:" + env_id_ + ": render: a frame of " +
+                     std::to_string(image.width) + "x" + std::to_string(image.height) +
+                     " came with " + std::to_string(done) + " bytes");
+  }
+  return image;
+}
+
 void EnvWorker::RequestStop(std::chrono::milliseconds grace) {
   stop_grace_ms_ = grace.count();
   stop_requested_ = true;

@@ -31,6 +31,7 @@
 
 #include "common/errors.h"
 #include "envs/registry.h"
+#include "envs/render.h"
 #include "envs/spec.h"
 
 namespace rlswarm::envs::gymnasium {
@@ -79,6 +80,11 @@ class EnvWorker {
   void Reset(bool seeded);        // every env, with seeds from array("seeds")
   void ResetMasked(bool seeded);  // the envs marked in array("reset_mask")
   void Step();                    // with array("actions")
+  // Env `index`'s current frame, for an env made with render_mode
+  // "rgb_array". Throws InvalidArgument when the env cannot render (no
+  // render mode, a vector env that renders only as a whole), EnvFailure as
+  // the other commands.
+  Image Render(std::int64_t index);
 
   // From any thread: a command in flight, or the next one, gives the worker
   // `grace` to answer, then kills it and throws Cancelled. For stopping an

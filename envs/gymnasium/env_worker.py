@@ -9,6 +9,10 @@ Python the user chose and talks to it over a SOCK_SEQPACKET socket on fd 3:
   parent -> worker  b"S"                          step with the actions in shm
                     JSON {"cmd": "reset", "seeded": bool}       reset all envs
                     JSON {"cmd": "reset_mask", "seeded": bool}  reset masked envs
+                    JSON {"cmd": "render", "index": i}   env i's frame (made with
+                                                         render_mode "rgb_array"): a memfd
+                                                         of height x width x 3 bytes,
+                                                         JSON {"ok", "width", "height"}
                     JSON {"cmd": "close"}
   worker -> parent  b"K" when done, or an error JSON as above.
 
@@ -445,6 +449,41 @@ class Worker:
             # next_step and disabled: obs is the ending episode's last observation.
             self.finals[done] = self.observations[done]
 
+    def render(self, index):
+        """Sends env `index`'s current frame as RGB bytes in a memfd. Sync vector
+        envs render each env; other vector envs must render as a whole."""
+        np = self.np
+        if not 0 <= index < self.n:
+            raise WorkerError(ENV_ERROR, f"render: no env {index} of {self.n}")
+        if hasattr(self.env, "envs"):
+            frame = self.env.envs[index].render()
+        else:
+            try:
+                frames = self.env.call("render")
+            except Exception as e:
+                raise WorkerError(CONFIG_ERROR, f"env {self.args.env_id}: its vector env cannot "
+                                  f"render env by env ({type(e).__name__}: {e}); use "
+                                  "env.vectorization_mode sync to record") from e
+            frame = frames[index]
+        if frame is None:
+            raise WorkerError(CONFIG_ERROR, f"env {self.args.env_id}: render() returned None "
+                              "(was it made with render_mode='rgb_array'?)")
+        frame = np.asarray(frame)
+        if frame.ndim == 2:
+            frame = np.stack([frame] * 3, axis=-1)
+        if frame.ndim != 3 or frame.shape[2] not in (3, 4) or frame.dtype != np.uint8:
+            raise WorkerError(ENV_ERROR, f"env {self.args.env_id}: render() returned "
+                              f"{frame.dtype} {frame.shape}, not uint8 (H, W, 3)")
+        frame = np.ascontiguousarray(frame[:, :, :3])
+        fd = os.memfd_create("rlswarm-frame", os.MFD_CLOEXEC)
+        try:
+            with os.fdopen(fd, "wb", closefd=False) as f:
+                f.write(frame.tobytes())
+            answer = {"ok": True, "width": int(frame.shape[1]), "height": int(frame.shape[0])}
+            socket.send_fds(self.sock, [json.dumps(answer).encode()], [fd])
+        finally:
+            os.close(fd)
+
     def serve(self):
         while True:
             message = self.sock.recv(65536)
@@ -460,6 +499,9 @@ class Worker:
                         self.reset(command.get("seeded", False))
                     elif name == "reset_mask":
                         self.reset_mask_envs(command.get("seeded", False))
+                    elif name == "render":
+                        self.render(int(command.get("index", 0)))
+                        continue  # render answers with its frame, not "K"
                     elif name == "close":
                         self.env.close()
                         self.sock.send(b"K")
