@@ -97,23 +97,35 @@ void PluginEnv::ResetState() {
   failed_ = false;
 }
 
+// The hot path: one indirect call, and the rare failures out of line so that
+// Call stays small enough to inline into both Advance overloads.
+inline Env::Transition PluginEnv::Call(const void* action) {
+  if (failed_) [[unlikely]] {
+    StepAfterFailure();
+  }
+  rlswarm_step_result result{};
+  if (table_.step(instance_, action, observation_.data(), &result) != 0) [[unlikely]] {
+    Fail("step");
+  }
+  if (!std::isfinite(result.reward)) [[unlikely]] {
+    NonFiniteReward(result.reward);
+  }
+  return {result.reward, result.terminated != 0, result.truncated != 0};
+}
+
 Env::Transition PluginEnv::Advance(std::int64_t action) { return Call(&action); }
 
 Env::Transition PluginEnv::Advance(std::span<const float> action) { return Call(action.data()); }
 
-Env::Transition PluginEnv::Call(const void* action) {
-  if (failed_) {
-    throw FailedPrecondition(address_ + " (" + spec().name +
-                             "): step after a failed reset or step; call Reset");
-  }
-  rlswarm_step_result result{};
-  if (table_.step(instance_, action, observation_.data(), &result) != 0) Fail("step");
-  if (!std::isfinite(result.reward)) {
-    failed_ = true;
-    throw Internal(address_ + " (" + spec().name + "): step returned the reward " +
-                   std::to_string(result.reward));
-  }
-  return {result.reward, result.terminated != 0, result.truncated != 0};
+void PluginEnv::StepAfterFailure() const {
+  throw FailedPrecondition(address_ + " (" + spec().name +
+                           "): step after a failed reset or step; call Reset");
+}
+
+void PluginEnv::NonFiniteReward(float reward) {
+  failed_ = true;
+  throw Internal(address_ + " (" + spec().name + "): step returned the reward " +
+                 std::to_string(reward));
 }
 
 void PluginEnv::WriteObservation(std::byte* out) const {

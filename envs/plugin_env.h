@@ -57,6 +57,8 @@ class PluginEnv final : public Env {
   Transition Call(const void* action);
   void WriteObservation(std::byte* out) const override;
   [[noreturn]] void Fail(const char* what);
+  [[noreturn]] void StepAfterFailure() const;
+  [[noreturn]] void NonFiniteReward(float reward);
 
   std::string address_;
   std::shared_ptr<const PluginLibrary> library_;  // keeps the code of table_ loaded
