@@ -1,6 +1,7 @@
 // envs_bench: environment steps per second on one core.
 //
-//   envs_bench [--json] [--seconds S] [--env NAME]
+//   envs_bench [--json] [--seconds S] [--env NAME | --env plugin] [--plugin PATH]
+//              [--rounds R]
 //
 // For every env: "single" steps one Env through the public (checked) API,
 // "vector64" steps a 64-env VectorEnv with one thread. Actions are uniform
@@ -8,17 +9,27 @@
 // auto-reset. The process pins itself to one CPU. As a same-run yardstick of
 // the machine's speed it also reports memcpy bandwidth (64 KiB blocks).
 //
-// JSON: {"results": [{"env", "mode", "steps_per_sec"}...], "baseline": {...}}
+// The plugin case (with every env, or alone with --env plugin) steps the C
+// CartPole plugin (examples/plugin_env/, or --plugin PATH) and the built-in
+// CartPole-v1 in turn, R rounds, and keeps the best of each: the ratio
+// plugin / built-in is the cost of the plugin path (an indirect call and an
+// observation copy per step).
+//
+// JSON: {"results": [{"env", "mode", "steps_per_sec"}...], "baseline": {...},
+//        "plugin_vs_builtin": {"plugin", "rounds", "single": {"builtin",
+//        "plugin", "ratio"}, "vector64": {...}}}
 
 #include <fmt/format.h>
 #include <sched.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/random.h"
@@ -111,6 +122,23 @@ double BenchVector(const std::string& name, std::int64_t num_envs, double second
   return Measure(seconds, num_envs, [&] { venv.Step(continuous[t++ % kTables]); });
 }
 
+// The C plugin and the built-in CartPole, measured in turn, best of `rounds`.
+nlohmann::json ComparePluginWithBuiltIn(const std::string& plugin, double seconds, int rounds) {
+  const std::string builtin = "CartPole-v1";
+  double best[2][2] = {};  // [single, vector64][builtin, plugin]
+  for (int r = 0; r < rounds; ++r) {
+    best[0][0] = std::max(best[0][0], BenchSingle(builtin, seconds));
+    best[0][1] = std::max(best[0][1], BenchSingle(plugin, seconds));
+    best[1][0] = std::max(best[1][0], BenchVector(builtin, 64, seconds));
+    best[1][1] = std::max(best[1][1], BenchVector(plugin, 64, seconds));
+  }
+  auto mode = [&](int m) {
+    return nlohmann::json{
+        {"builtin", best[m][0]}, {"plugin", best[m][1]}, {"ratio", best[m][1] / best[m][0]}};
+  };
+  return {{"plugin", plugin}, {"rounds", rounds}, {"single", mode(0)}, {"vector64", mode(1)}};
+}
+
 double MemcpyGigabytesPerSecond(double seconds) {
   std::vector<char> a(64 << 10, 1), b(64 << 10);
   const double calls_per_sec = Measure(seconds, 1, [&] {
@@ -127,10 +155,16 @@ int main(int argc, char** argv) {
   bool json = false;
   double seconds = 1.0;
   std::string only;
+  std::string plugin = std::string("plugin:") + RLSWARM_CARTPOLE_PLUGIN;
+  int rounds = 3;
   app.add_flag("--json", json, "Print JSON");
   app.add_option("--seconds", seconds, "Seconds per measurement")->check(CLI::PositiveNumber);
-  app.add_option("--env", only, "Only this env");
+  app.add_option("--env", only, "Only this env; 'plugin': only the plugin case");
+  app.add_option("--plugin", plugin, "The plugin env of the plugin case")->capture_default_str();
+  app.add_option("--rounds", rounds, "Rounds of the plugin case (best of)")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
+  if (rlswarm::envs::IsPluginEnv(only)) plugin = std::exchange(only, "plugin");
 
   cpu_set_t one_cpu;
   CPU_ZERO(&one_cpu);
@@ -150,12 +184,28 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
+  nlohmann::json comparison;
+  if (only.empty() || only == "plugin") {
+    comparison = ComparePluginWithBuiltIn(plugin, seconds, rounds);
+    for (const char* mode : {"single", "vector64"}) {
+      results.push_back(
+          {{"env", plugin}, {"mode", mode}, {"steps_per_sec", comparison[mode]["plugin"]}});
+    }
+    if (!json) {
+      for (const char* mode : {"single", "vector64"}) {
+        const auto& m = comparison[mode];
+        fmt::print("plugin CartPole (C) {:<8} {:>8.2f} M steps/s, built-in {:>8.2f} M: {:.2f}x\n",
+                   mode, m["plugin"].get<double>() / 1e6, m["builtin"].get<double>() / 1e6,
+                   m["ratio"].get<double>());
+      }
+    }
+  }
   const double memcpy_gbs = MemcpyGigabytesPerSecond(seconds);
   if (json) {
-    std::cout << nlohmann::json{{"results", results},
-                                {"baseline", {{"memcpy_64KiB_GB_per_sec", memcpy_gbs}}}}
-                     .dump(2)
-              << "\n";
+    nlohmann::json out = {{"results", results},
+                          {"baseline", {{"memcpy_64KiB_GB_per_sec", memcpy_gbs}}}};
+    if (!comparison.is_null()) out["plugin_vs_builtin"] = comparison;
+    std::cout << out.dump(2) << "\n";
   } else {
     fmt::print("baseline: memcpy 64 KiB {:.1f} GB/s\n", memcpy_gbs);
   }

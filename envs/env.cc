@@ -33,6 +33,7 @@ void Env::CheckCanStep() const {
 void Env::Reset(std::optional<std::uint64_t> seed, std::span<std::byte> observation) {
   CheckBuffer(observation);
   if (seed) rng_.Seed(*seed);
+  reset_seed_ = seed;
   ResetState();
   elapsed_steps_ = 0;
   needs_reset_ = false;
@@ -77,8 +78,9 @@ StepResult Env::Step(std::span<const float> action, std::span<std::byte> observa
 
 StepResult Env::Finish(Transition t, std::span<std::byte> observation) {
   ++elapsed_steps_;
-  StepResult result{t.reward, t.terminated,
-                    spec_.max_episode_steps > 0 && elapsed_steps_ >= spec_.max_episode_steps};
+  StepResult result{
+      t.reward, t.terminated,
+      t.truncated || (spec_.max_episode_steps > 0 && elapsed_steps_ >= spec_.max_episode_steps)};
   needs_reset_ = result.terminated || result.truncated;
   WriteObservation(observation.data());
   return result;

@@ -67,9 +67,14 @@ class Env {
   struct Transition {
     float reward = 0.0f;
     bool terminated = false;
+    // The env cut the episode itself; Env adds its own time limit to this.
+    bool truncated = false;
   };
 
   Rng& rng() { return rng_; }
+  // The seed the Reset in progress was given (nullopt: continue the stream),
+  // for envs whose randomness is not drawn from rng() (plugins).
+  std::optional<std::uint64_t> reset_seed() const { return reset_seed_; }
 
   // Draws the initial state of a new episode from rng().
   virtual void ResetState() = 0;
@@ -87,6 +92,7 @@ class Env {
 
   EnvSpec spec_;
   Rng rng_;
+  std::optional<std::uint64_t> reset_seed_;
   bool needs_reset_ = true;
   bool ever_reset_ = false;
   std::int64_t elapsed_steps_ = 0;

@@ -16,6 +16,7 @@
 #include "envs/minatar/minatar_env.h"
 #include "envs/minatar/seaquest.h"
 #include "envs/minatar/space_invaders.h"
+#include "envs/plugin_env.h"
 
 namespace rlswarm::envs {
 namespace {
@@ -33,9 +34,9 @@ void RejectMinAtarOptions(std::string_view name, const EnvOptions& o) {
   }
 }
 
-// Options only the Python or plugin paths read.
-void RejectForeignOptions(std::string_view name, const EnvOptions& o) {
-  const bool kwargs = !o.kwargs_json.empty() && o.kwargs_json != "{}";
+// Options only the Python path reads, and (with `kwargs`) the plugin path.
+void RejectForeignOptions(std::string_view name, const EnvOptions& o, bool takes_kwargs = false) {
+  const bool kwargs = !takes_kwargs && !o.kwargs_json.empty() && o.kwargs_json != "{}";
   const char* set = kwargs                 ? "kwargs"
                     : o.python             ? "python"
                     : o.vectorization_mode ? "vectorization_mode"
@@ -133,6 +134,12 @@ std::unique_ptr<Env> MakeEnv(std::string_view name, const EnvOptions& options) {
     throw InvalidArgument(std::string(name) +
                           ": a Gymnasium env runs in worker processes behind a VectorEnv, "
                           "not as a single Env");
+  }
+  if (IsPluginEnv(name)) {
+    options.Validate();
+    RejectMinAtarOptions(name, options);
+    RejectForeignOptions(name, options, /*takes_kwargs=*/true);
+    return PluginEnv::Create(name.substr(kPluginPrefix.size()), options);
   }
   const auto& registry = Registry();
   auto it = registry.find(name);

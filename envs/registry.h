@@ -56,7 +56,8 @@ std::vector<std::string> EnvNames();
 
 // The spec of an env without stepping it: for a Gymnasium env this starts a
 // worker once per distinct (name, options) in this process and remembers the
-// answer. Throws as MakeEnv; for a Gymnasium env also InvalidArgument for a
+// answer; a plugin env is created and destroyed (its spec may depend on its
+// kwargs). Throws as MakeEnv; for a Gymnasium env also InvalidArgument for a
 // module that cannot be imported, an env gymnasium.make refuses, or a space
 // rlswarm cannot take (naming the env and the space).
 EnvSpec DescribeEnv(std::string_view name, const EnvOptions& options = {});
@@ -64,6 +65,8 @@ EnvSpec DescribeEnv(std::string_view name, const EnvOptions& options = {});
 // Creates a built-in or plugin env. Throws NotFound (listing the known names)
 // for an unknown name, and InvalidArgument for options that do not apply or
 // are out of range, and for a Gymnasium env (those run in a VectorEnv only).
+// A plugin env takes max_episode_steps and kwargs (its create config) and
+// throws what PluginEnv::Create throws (envs/plugin_env.h).
 std::unique_ptr<Env> MakeEnv(std::string_view name, const EnvOptions& options = {});
 
 }  // namespace rlswarm::envs

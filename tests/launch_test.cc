@@ -1,6 +1,6 @@
 // `rlswarm launch` as users run it: CartPole end to end in embedded mode
-// (solved, with everything in the run directory), SIGINT then --resume, and
-// the launcher's own errors.
+// (solved, with everything in the run directory), CartPole from a C plugin,
+// SIGINT then --resume, and the launcher's own errors.
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -170,6 +170,41 @@ TEST_F(LaunchTest, EmbeddedCartPoleIsSolvedAndTheRunDirectoryHoldsEverything) {
       std::vector<std::string>{RLSWARM_BINARY, "plot", run.string()}, dir_ + "/plot.log");
   ASSERT_EQ(plot->Wait(60s), 0) << plot->Log();
   EXPECT_GT(fs::file_size(run / "curves.png"), 1000u);
+}
+
+// The C CartPole of examples/plugin_env/, loaded as a plugin: the shipped
+// config with only env.name changed solves it, and its best policy holds up
+// on held-out episodes, as for the built-in env. (A plugin env is in every
+// role's process, evaluation included, through the same MakeEnv.)
+TEST_F(LaunchTest, CartPoleFromACPluginIsSolvedByTheShippedConfig) {
+  const fs::path run = fs::path(dir_) / "run";
+  const std::string plugin = std::string("plugin:") + RLSWARM_CARTPOLE_PLUGIN;
+  auto launch = Launch({CartPole(), "--run-dir", run.string(), "env.name=" + plugin,
+                        "launch.max_wall_time_s=240", "launch.metrics_port=0"},
+                       "launch.log");
+  const auto code = launch->Wait(300s);
+  ASSERT_TRUE(code.has_value()) << launch->Log();
+  ASSERT_EQ(*code, 0) << launch->Log();
+
+  const Json summary = ReadJson(run / "summary.json");
+  EXPECT_TRUE(summary["solved"].get<bool>()) << summary.dump(2) << launch->Log();
+  EXPECT_EQ(summary["stop_reason"], "solved");
+  EXPECT_GE(summary["final_eval_mean_return"].get<double>(), 475.0);
+  ExpectHeldOutAtLeast(summary, kCartPoleHeldOutBar);
+  EXPECT_NE(ReadText(run / "config.yaml").find(plugin), std::string::npos);
+}
+
+// A plugin that cannot be loaded stops the launch before anything starts,
+// and the error names the config key and the file.
+TEST_F(LaunchTest, AMissingPluginIsAConfigErrorNamingTheFile) {
+  const std::string missing = dir_ + "/no_such_plugin.so";
+  auto launch =
+      Launch({CartPole(), "--run-dir", dir_ + "/run", "env.name=plugin:" + missing}, "launch.log");
+  const auto code = launch->Wait(60s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_NE(*code, 0);
+  EXPECT_NE(launch->Log().find("env.name"), std::string::npos) << launch->Log();
+  EXPECT_NE(launch->Log().find(missing + ": no such file"), std::string::npos) << launch->Log();
 }
 
 // TD3 (learner.algorithm: td3) on Pendulum-v1, as the shipped config runs
