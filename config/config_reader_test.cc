@@ -11,6 +11,7 @@
 #include "config/experiment_config.h"
 #include "learner/learner_options.h"
 #include "models/model_spec.h"
+#include "replay/service/transition.h"
 
 namespace rlswarm::config {
 namespace {
@@ -194,6 +195,30 @@ TEST_F(ConfigTest, CurveWithoutKeysDirOrWithAPathAsClientKeyIsAnError) {
                 .find("security.client_key"),
             std::string::npos);
   EXPECT_NE(ErrorOf(Write("security:\n  curve: sometimes\n")).find(":2:"), std::string::npos);
+}
+
+TEST_F(ConfigTest, FrameSharingStoresAtariFramesOnceAndLeavesSmallObservationsInline) {
+  const auto frame_fields = [](const std::string& mode, DType dtype,
+                               std::vector<std::int64_t> shape) {
+    ReplaySection replay;
+    replay.frame_sharing = mode;
+    return replay
+        .ToServiceOptions(0, replay::TransitionSignature(dtype, shape, DType::kInt64, {}), {}, {})
+        .table.frame_fields;
+  };
+  const std::vector<std::string> both = {"observation", "next_observation"};
+  EXPECT_EQ(frame_fields("auto", DType::kUInt8, {4, 84, 84}), both);      // Atari
+  EXPECT_TRUE(frame_fields("auto", DType::kUInt8, {4, 10, 10}).empty());  // 100-byte frames
+  EXPECT_TRUE(frame_fields("auto", DType::kFloat32, {4, 84, 84}).empty());
+  EXPECT_TRUE(frame_fields("auto", DType::kFloat32, {4}).empty());  // CartPole
+  EXPECT_TRUE(frame_fields("off", DType::kUInt8, {4, 84, 84}).empty());
+  EXPECT_EQ(frame_fields("on", DType::kFloat32, {4, 10, 10}), both);
+  try {
+    frame_fields("on", DType::kFloat32, {4});
+    ADD_FAILURE() << "frame_sharing: on with flat observations";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("frame_sharing"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(ConfigTest, Td3BuildsThePolicyAndTheCriticsForTheEnvsActionSpec) {

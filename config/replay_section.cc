@@ -1,6 +1,7 @@
 #include "config/replay_section.h"
 
 #include "common/random.h"
+#include "replay/service/transition.h"
 
 namespace rlswarm::config {
 
@@ -36,6 +37,30 @@ void ReplaySection::Check(const std::string& file) const {
   }
 }
 
+std::vector<std::string> ReplaySection::FrameFields(const replay::Signature& signature) const {
+  if (frame_sharing == "off") return {};
+  const int index = signature.IndexOf(replay::transition::kObservation);
+  if (index < 0 || signature.IndexOf(replay::transition::kNextObservation) < 0) return {};
+  const replay::FieldSpec& observation = signature.fields[static_cast<std::size_t>(index)];
+  const auto& shape = observation.shape;
+  if (frame_sharing == "on") {
+    if (shape.size() < 2) {
+      throw ConfigError(
+          "section 'replay': frame_sharing: on needs observations that are stacks "
+          "of frames, [stack, frame...]; this env's are " +
+          replay::ShapeToString(shape));
+    }
+  } else {
+    constexpr std::size_t kMinFrameBytes = 1024;  // below, ids and index cost more than they save
+    if (shape.size() < 3 || observation.dtype != DType::kUInt8 ||
+        observation.ItemBytes() / static_cast<std::size_t>(shape[0]) < kMinFrameBytes) {
+      return {};
+    }
+  }
+  return {std::string(replay::transition::kObservation),
+          std::string(replay::transition::kNextObservation)};
+}
+
 std::vector<std::string> ReplaySection::ShardEndpoints() const {
   if (!endpoints.empty()) return endpoints;
   std::vector<std::string> out;
@@ -53,6 +78,7 @@ replay::ReplayServiceOptions ReplaySection::ToServiceOptions(
   o.num_shards = num_shards;
   o.table.name = "replay-shard-" + std::to_string(shard);
   o.table.signature = signature;
+  o.table.frame_fields = FrameFields(signature);
   o.table.capacity = capacity;
   o.table.selector = {replay::ParseSelectorKind(selector), alpha, beta};
   o.table.rate_limiter = samples_per_insert

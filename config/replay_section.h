@@ -36,6 +36,7 @@ struct ReplaySection {
   std::int64_t keep_checkpoints = 2;
   int workers = 2;
   std::uint64_t seed = 1;
+  std::string frame_sharing = "auto";
 
   template <class V>
   void Visit(V& v) {
@@ -67,12 +68,22 @@ struct ReplaySection {
             Bounds{1, 1000});
     v.Field("workers", workers, "rpc worker threads per shard", Bounds{1, 256});
     v.Field("seed", seed, "sampling seed (shard i uses a seed derived from it)");
+    v.Choice("frame_sharing", frame_sharing,
+             "store observations as stacks of shared frames, each distinct frame once (Atari: "
+             "~7 KB per transition instead of ~56 KB); auto = when observations are uint8 "
+             "[stack, H, W...] with frames of 1 KiB or more; on = any [stack, frame...] "
+             "observation",
+             {"auto", "on", "off"});
   }
 
   // Throws ConfigError (naming `file`) for options that are invalid together.
   void Check(const std::string& file) const;
   // The endpoint of every shard.
   std::vector<std::string> ShardEndpoints() const;
+  // The fields stored as shared frames for `signature` (frame_sharing).
+  // Throws ConfigError if frame_sharing is on and observations are no
+  // frame stacks.
+  std::vector<std::string> FrameFields(const replay::Signature& signature) const;
   // Shard `shard`'s options for items of `signature`.
   replay::ReplayServiceOptions ToServiceOptions(int shard, const replay::Signature& signature,
                                                 const rpc::SecurityOptions& server_security,

@@ -49,6 +49,10 @@ std::string ReplayShardMetrics(replay::ReplayService& service,
       .Counter("rlswarm_replay_shard_sampled_total",
                "items sampled from this shard (the rate limiter's count)",
                static_cast<double>(totals.sampled), labels)
+      .Gauge("rlswarm_replay_shard_storage_bytes",
+             "memory of the items stored: their columns and the shared frames with their index "
+             "(over rlswarm_replay_shard_size: bytes per stored transition)",
+             static_cast<double>(totals.storage_bytes), labels)
       .Counter("rlswarm_replay_shard_checkpoints_written_total", "checkpoints written",
                static_cast<double>(stats.checkpoints_written), labels)
       .Counter("rlswarm_replay_shard_checkpoints_failed_total",

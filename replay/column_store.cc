@@ -6,7 +6,7 @@
 namespace rlswarm::replay {
 
 ColumnStore::ColumnStore(std::vector<std::size_t> widths, std::int64_t capacity,
-                         std::int64_t chunk_rows)
+                         std::int64_t chunk_rows, Allocation allocation)
     : widths_(std::move(widths)), capacity_(capacity), shift_(0) {
   assert(capacity >= 1 && chunk_rows >= 1);
   while ((std::int64_t{1} << shift_) < chunk_rows) ++shift_;
@@ -15,8 +15,10 @@ ColumnStore::ColumnStore(std::vector<std::size_t> widths, std::int64_t capacity,
   columns_.resize(widths_.size());
   for (std::size_t c = 0; c < widths_.size(); ++c) {
     columns_[c].resize(num_chunks);
+    if (allocation == Allocation::kOnFirstWrite) continue;
     for (std::int64_t k = 0; k < num_chunks; ++k) {
       columns_[c][k].data = std::make_shared<std::byte[]>(ChunkBytes(c, k));
+      allocated_bytes_ += ChunkBytes(c, k);
     }
   }
 }
@@ -30,7 +32,12 @@ std::size_t ColumnStore::ChunkBytes(std::size_t column, std::int64_t chunk) cons
 std::byte* ColumnStore::MutableRow(std::size_t column, std::int64_t row) {
   const std::int64_t k = row >> shift_;
   Chunk& chunk = columns_[column][k];
-  if (active_snapshots_ > 0 && chunk.generation < generation_) {
+  if (!chunk.data) {
+    // First write (Allocation::kOnFirstWrite): no snapshot can share it.
+    chunk.data = std::make_shared_for_overwrite<std::byte[]>(ChunkBytes(column, k));
+    chunk.generation = generation_;
+    allocated_bytes_ += ChunkBytes(column, k);
+  } else if (active_snapshots_ > 0 && chunk.generation < generation_) {
     // A snapshot reads this buffer: write to a private copy instead. The
     // snapshot's reference keeps the original alive; whoever drops the last
     // reference (the checkpoint writer, outside the table lock) frees it.

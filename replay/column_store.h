@@ -48,8 +48,15 @@ class ColumnStore {
     std::vector<std::vector<std::shared_ptr<const std::byte[]>>> chunks_;
   };
 
-  // `chunk_rows` is rounded up to a power of two. Every byte starts at 0.
-  ColumnStore(std::vector<std::size_t> widths, std::int64_t capacity, std::int64_t chunk_rows);
+  // Whether chunks are allocated (zeroed) up front, or each one (not
+  // zeroed) on the first write to it: for stores sized for a worst case
+  // that is rarely reached (FramePool). Rows of a chunk never written must
+  // not be read.
+  enum class Allocation { kUpFront, kOnFirstWrite };
+
+  // `chunk_rows` is rounded up to a power of two.
+  ColumnStore(std::vector<std::size_t> widths, std::int64_t capacity, std::int64_t chunk_rows,
+              Allocation allocation = Allocation::kUpFront);
 
   std::size_t num_columns() const { return widths_.size(); }
   std::size_t width(std::size_t column) const { return widths_[column]; }
@@ -82,6 +89,8 @@ class ColumnStore {
   std::int64_t active_snapshots() const { return active_snapshots_; }
   // Chunks copied because a snapshot shared them (for Info and tests).
   std::int64_t chunks_copied() const { return chunks_copied_; }
+  // Bytes of the chunks allocated (copies held only by snapshots excluded).
+  std::size_t allocated_bytes() const { return allocated_bytes_; }
 
  private:
   struct Chunk {
@@ -101,6 +110,7 @@ class ColumnStore {
   std::uint64_t generation_ = 0;  // of the newest snapshot
   std::int64_t active_snapshots_ = 0;
   std::int64_t chunks_copied_ = 0;
+  std::size_t allocated_bytes_ = 0;
 };
 
 }  // namespace rlswarm::replay

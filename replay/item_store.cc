@@ -5,16 +5,17 @@
 namespace rlswarm::replay {
 namespace {
 
-std::vector<std::size_t> ColumnWidths(const Signature& signature) {
+std::vector<std::size_t> ColumnWidths(std::span<const std::size_t> field_widths) {
   std::vector<std::size_t> widths = {sizeof(ItemMeta)};
-  for (const FieldSpec& field : signature.fields) widths.push_back(field.ItemBytes());
+  widths.insert(widths.end(), field_widths.begin(), field_widths.end());
   return widths;
 }
 
 }  // namespace
 
-ItemStore::ItemStore(const Signature& signature, std::int64_t capacity, std::int64_t chunk_rows)
-    : columns_(ColumnWidths(signature), capacity, chunk_rows),
+ItemStore::ItemStore(std::span<const std::size_t> field_widths, std::int64_t capacity,
+                     std::int64_t chunk_rows)
+    : columns_(ColumnWidths(field_widths), capacity, chunk_rows),
       slot_bits_(1),
       prev_(capacity, -1),
       next_(capacity, -1) {

@@ -7,7 +7,7 @@
 // Layout: rows are slots [0, capacity). Column 0 holds each item's
 // metadata as one ItemMeta record (so a draw touches one cache line of
 // metadata, not five), then one column per signature field, item bytes
-// wide. A free slot has key 0.
+// wide (or frame ids wide for a frame-stacked field). A free slot has key 0.
 //
 // Keys: key = seq << slot_bits | slot, where seq >= 1 counts every insert of
 // the table and slot_bits = ceil(log2(capacity)). A key is never reused
@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "replay/column_store.h"
@@ -44,7 +45,10 @@ inline constexpr std::size_t kNumMetaColumns = 1;
 
 class ItemStore {
  public:
-  ItemStore(const Signature& signature, std::int64_t capacity, std::int64_t chunk_rows);
+  // One column per field, field_widths[f] bytes wide (the field's item
+  // bytes, or its frame ids: see FrameLayout).
+  ItemStore(std::span<const std::size_t> field_widths, std::int64_t capacity,
+            std::int64_t chunk_rows);
 
   std::int64_t capacity() const { return columns_.capacity(); }
   std::int64_t size() const { return size_; }

@@ -124,7 +124,8 @@ json TableOptionsToJson(const TableOptions& o) {
           {"max_times_sampled", o.max_times_sampled},
           {"seed", o.seed},
           {"chunk_rows", o.chunk_rows},
-          {"staleness_window", o.staleness_window}};
+          {"staleness_window", o.staleness_window},
+          {"frame_fields", o.frame_fields}};
 }
 
 TableOptions TableOptionsFromJson(const json& j) {
@@ -141,6 +142,8 @@ TableOptions TableOptionsFromJson(const json& j) {
   o.seed = Get<std::uint64_t>(j, "seed");
   o.chunk_rows = Get<std::int64_t>(j, "chunk_rows");
   o.staleness_window = Get<std::int64_t>(j, "staleness_window");
+  // Absent in checkpoints from before frame fields existed: none.
+  if (j.contains("frame_fields")) o.frame_fields = Get<std::vector<std::string>>(j, "frame_fields");
   return o;
 }
 
@@ -215,6 +218,16 @@ json TableInfoToJson(const TableInfo& info) {
           {"next_key_seq", info.next_key_seq},
           {"total_weight", info.total_weight},
           {"chunks_copied", info.chunks_copied},
+          {"storage_bytes", info.storage_bytes},
+          {"bytes_per_item",
+           info.size > 0 ? static_cast<double>(info.storage_bytes) / static_cast<double>(info.size)
+                         : 0.0},
+          {"frames",
+           {{"live", info.frames.live},
+            {"acquired", info.frames.acquired},
+            {"stored", info.frames.stored},
+            {"frame_bytes", info.frames.frame_bytes},
+            {"memory_bytes", info.frames.memory_bytes}}},
           {"closed", info.closed}};
 }
 

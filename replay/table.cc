@@ -28,6 +28,12 @@ void TableOptions::Validate() const {
     throw InvalidArgument("table '" + name + "': chunk_rows must be in [1, 2^30]");
   }
   if (staleness_window < 1) throw InvalidArgument("table '" + name + "': staleness_window < 1");
+  const FrameLayout layout = FrameLayout::Make(signature, frame_fields, name);
+  if (capacity * layout.frames_per_item > std::int64_t{0xFFFFFFFF}) {
+    throw InvalidArgument("table '" + name + "': capacity " + std::to_string(capacity) + " with " +
+                          std::to_string(layout.frames_per_item) +
+                          " frames per item exceeds 2^32 frame ids");
+  }
 }
 
 namespace {
@@ -51,6 +57,14 @@ class SelectorBatch {
   Selector& selector_;
 };
 
+std::vector<std::size_t> StoredFieldWidths(const Signature& signature, const FrameLayout& layout) {
+  std::vector<std::size_t> widths;
+  for (std::size_t f = 0; f < signature.fields.size(); ++f) {
+    widths.push_back(layout.RowBytes(signature, f));
+  }
+  return widths;
+}
+
 void CheckPriority(double priority, std::size_t index, const char* what) {
   if (!std::isfinite(priority) || priority < 0) {
     throw InvalidArgument(std::string(what) + "[" + std::to_string(index) + "] = " +
@@ -62,16 +76,26 @@ void CheckPriority(double priority, std::size_t index, const char* what) {
 
 Table::Table(TableOptions options, std::shared_ptr<const Clock> clock)
     : initial_options_(Validated(options)),
+      frame_layout_(FrameLayout::Make(initial_options_.signature, initial_options_.frame_fields,
+                                      initial_options_.name)),
       clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()),
       selector_options_(initial_options_.selector),
       max_times_sampled_(initial_options_.max_times_sampled),
-      store_(initial_options_.signature, initial_options_.capacity, initial_options_.chunk_rows),
+      store_(StoredFieldWidths(initial_options_.signature, frame_layout_),
+             initial_options_.capacity, initial_options_.chunk_rows),
       selector_(MakeSelector(initial_options_.selector, initial_options_.capacity)),
       limiter_(initial_options_.rate_limiter),
       rng_(initial_options_.seed),
       insert_rate_(clock_->NowNanos()),
       sample_rate_(clock_->NowNanos()),
-      staleness_(initial_options_.staleness_window) {}
+      staleness_(initial_options_.staleness_window) {
+  if (frame_layout_.any()) {
+    MutexLock lock(mu_);
+    frames_.emplace(frame_layout_.frame_bytes,
+                    initial_options_.capacity * frame_layout_.frames_per_item,
+                    initial_options_.chunk_rows);
+  }
+}
 
 Table::~Table() { Close(); }
 
@@ -97,6 +121,21 @@ Table::PreparedInsert Table::PrepareInsert(const InsertBatch& batch) const {
   prepared.priorities = batch.priorities;
   prepared.policy_version = batch.policy_version;
   prepared.keys.resize(prepared.n);
+  if (frame_layout_.any()) {
+    const std::size_t frame_bytes = frame_layout_.frame_bytes;
+    prepared.frame_hashes.reserve(static_cast<std::size_t>(prepared.n) *
+                                  static_cast<std::size_t>(frame_layout_.frames_per_item));
+    for (std::int64_t i = 0; i < prepared.n; ++i) {
+      for (std::size_t f = 0; f < prepared.fields.size(); ++f) {
+        const std::int64_t frames = frame_layout_.frames_per_field[f];
+        const std::byte* item =
+            prepared.fields[f] + static_cast<std::size_t>(i * frames) * frame_bytes;
+        for (std::int64_t j = 0; j < frames; ++j) {
+          prepared.frame_hashes.push_back(FramePool::Hash(item + j * frame_bytes, frame_bytes));
+        }
+      }
+    }
+  }
   return prepared;
 }
 
@@ -139,7 +178,18 @@ void Table::CheckOpenLocked() const {
   if (closed_) throw Cancelled("table '" + initial_options_.name + "' is closed");
 }
 
+std::span<const FrameId> Table::FrameIdsLocked(std::size_t field, std::int64_t slot) const {
+  return {
+      reinterpret_cast<const FrameId*>(store_.columns().Row(ItemStore::FieldColumn(field), slot)),
+      static_cast<std::size_t>(frame_layout_.frames_per_field[field])};
+}
+
 void Table::RemoveLocked(std::int64_t slot) {
+  if (frames_) {
+    for (std::size_t f = 0; f < frame_layout_.frames_per_field.size(); ++f) {
+      for (const FrameId id : FrameIdsLocked(f, slot)) frames_->Release(id);
+    }
+  }
   histogram_.Remove(store_.Meta(slot).priority);
   selector_->Remove(slot);
   store_.Free(slot);
@@ -189,6 +239,10 @@ void Table::CopyFieldsLocked(const PreparedInsert& insert) {
   for (std::size_t f = 0; f < num_fields; ++f) {
     const std::size_t column = ItemStore::FieldColumn(f);
     const std::size_t width = columns.width(column);
+    if (frame_layout_.shared(f)) {
+      CopyFramesLocked(insert, f);
+      continue;
+    }
     std::int64_t i = 0;
     while (i < insert.n) {
       const std::int64_t first = insert_slots_[i];
@@ -205,6 +259,25 @@ void Table::CopyFieldsLocked(const PreparedInsert& insert) {
   }
 }
 
+// Each frame of field `f` of every item: the id of an equal stored frame,
+// or of a new copy, into the item's row.
+void Table::CopyFramesLocked(const PreparedInsert& insert, std::size_t f) {
+  const std::size_t frame_bytes = frame_layout_.frame_bytes;
+  const std::int64_t frames = frame_layout_.frames_per_field[f];
+  std::int64_t first_hash = 0;  // of field f within an item's hashes
+  for (std::size_t g = 0; g < f; ++g) first_hash += frame_layout_.frames_per_field[g];
+  for (std::int64_t i = 0; i < insert.n; ++i) {
+    auto* ids = reinterpret_cast<FrameId*>(
+        store_.columns().MutableRow(ItemStore::FieldColumn(f), insert_slots_[i]));
+    const std::byte* item = insert.fields[f] + static_cast<std::size_t>(i * frames) * frame_bytes;
+    const std::uint64_t* hashes =
+        insert.frame_hashes.data() + i * frame_layout_.frames_per_item + first_hash;
+    for (std::int64_t j = 0; j < frames; ++j) {
+      ids[j] = frames_->Acquire(item + j * frame_bytes, hashes[j]);
+    }
+  }
+}
+
 void Table::SampleLocked(const SampleRequest& request, SampledBatch& batch) {
   assert(store_.size() > 0);
   const std::int64_t now = clock_->NowNanos();
@@ -212,7 +285,6 @@ void Table::SampleLocked(const SampleRequest& request, SampledBatch& batch) {
   if (static_cast<std::int64_t>(drawn_slots_.size()) < request.batch_size) {
     drawn_slots_.resize(static_cast<std::size_t>(request.batch_size));
   }
-  const ColumnStore& columns = store_.columns();
   const auto& fields = signature().fields;
   std::optional<Rng> seeded;
   if (request.seed) seeded.emplace(*request.seed);
@@ -240,21 +312,9 @@ void Table::SampleLocked(const SampleRequest& request, SampledBatch& batch) {
       ++counters_.removed_max_times_sampled;
     }
   }
-  // Gather field by field, prefetching a few rows ahead: the draws are
-  // random rows, and independent loads overlap where a row-by-row copy of
-  // every field would wait for each miss in turn.
-  constexpr std::int64_t kPrefetchAhead = 8;
+  // Gather field by field (see GatherFieldLocked).
   for (std::size_t f = 0; f < fields.size(); ++f) {
-    const std::size_t column = ItemStore::FieldColumn(f);
-    const std::size_t bytes = columns.width(column);
-    std::byte* out = batch.fields[f].data.get();
-    for (std::int64_t i = 0; i < b; ++i) {
-      if (i + kPrefetchAhead < b) {
-        __builtin_prefetch(columns.Row(column, drawn_slots_[i + kPrefetchAhead]));
-      }
-      std::memcpy(out + static_cast<std::size_t>(i) * bytes, columns.Row(column, drawn_slots_[i]),
-                  bytes);
-    }
+    GatherFieldLocked(f, b, batch.fields[f].data.get());
   }
   if (b < request.batch_size) {
     // The table ran out of items (max_times_sampled): trim to the draws made.
@@ -274,6 +334,35 @@ void Table::SampleLocked(const SampleRequest& request, SampledBatch& batch) {
   limiter_.OnSamples(b);
   counters_.sampled += b;
   sample_rate_.Add(b, now);
+}
+
+// Prefetching a few rows ahead: the draws are random rows, and independent
+// loads overlap where a row-by-row copy would wait for each miss in turn.
+void Table::GatherFieldLocked(std::size_t field, std::int64_t n, std::byte* out) const {
+  constexpr std::int64_t kPrefetchAhead = 8;
+  const ColumnStore& columns = store_.columns();
+  const std::size_t column = ItemStore::FieldColumn(field);
+  if (!frame_layout_.shared(field)) {
+    const std::size_t bytes = columns.width(column);
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (i + kPrefetchAhead < n) {
+        __builtin_prefetch(columns.Row(column, drawn_slots_[i + kPrefetchAhead]));
+      }
+      std::memcpy(out + static_cast<std::size_t>(i) * bytes, columns.Row(column, drawn_slots_[i]),
+                  bytes);
+    }
+    return;
+  }
+  const std::size_t frame_bytes = frame_layout_.frame_bytes;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n) {
+      __builtin_prefetch(columns.Row(column, drawn_slots_[i + kPrefetchAhead]));
+    }
+    for (const FrameId id : FrameIdsLocked(field, drawn_slots_[i])) {
+      std::memcpy(out, frames_->Frame(id), frame_bytes);
+      out += frame_bytes;
+    }
+  }
 }
 
 // --- Priorities and configuration ---------------------------------------------
@@ -370,12 +459,21 @@ TableSnapshot Table::TakeSnapshot() {
   state.max_priority = max_priority_;
   state.max_policy_version = max_policy_version_;
   state.size = store_.size();
-  return TableSnapshot(this, std::move(state), store_.columns().TakeSnapshot(), store_.slot_bits());
+  return TableSnapshot(this, std::move(state), store_.columns().TakeSnapshot(),
+                       frames_ ? frames_->TakeSnapshot() : ColumnStore::Snapshot(),
+                       store_.slot_bits());
 }
 
 void Table::ReleaseSnapshot() {
   MutexLock lock(mu_);
   store_.columns().ReleaseSnapshot();
+  if (frames_) frames_->ReleaseSnapshot();
+}
+
+void Table::RestoreFrame(FrameId id, std::span<const std::byte> frame) {
+  MutexLock lock(mu_);
+  if (!frames_) throw InvalidArgument("table '" + initial_options_.name + "' has no frame fields");
+  frames_->RestoreFrame(id, frame);
 }
 
 void Table::RestoreRows(std::size_t column, std::span<const std::int64_t> slots,
@@ -394,6 +492,17 @@ void Table::FinishRestore(const TableState& state, const std::vector<std::int64_
   assert(store_.size() == 0 && counters_.inserted == 0);
   selector_options_ = state.options.selector;
   selector_->Reconfigure(selector_options_);
+  if (frames_) {
+    std::vector<FrameId> references;
+    references.reserve(slots.size() * static_cast<std::size_t>(frame_layout_.frames_per_item));
+    for (std::int64_t slot : slots) {
+      for (std::size_t f = 0; f < frame_layout_.frames_per_field.size(); ++f) {
+        const auto ids = FrameIdsLocked(f, slot);
+        references.insert(references.end(), ids.begin(), ids.end());
+      }
+    }
+    frames_->FinishRestore(references);  // DataLoss before anything else changes
+  }
   store_.Restore(slots);
   for (std::int64_t slot : slots) {
     const double priority = store_.Meta(slot).priority;

@@ -42,6 +42,7 @@
 #include "common/random.h"
 #include "common/thread_annotations.h"
 #include "replay/clock.h"
+#include "replay/frame_pool.h"
 #include "replay/item_store.h"
 #include "replay/rate_limiter.h"
 #include "replay/result.h"
@@ -150,9 +151,12 @@ class Table {
   // in service.
   void RestoreRows(std::size_t column, std::span<const std::int64_t> slots,
                    std::span<const std::byte> rows);
+  // Restoring a table with frame fields: frame `id` of the pool.
+  void RestoreFrame(FrameId id, std::span<const std::byte> frame);
   void FinishRestore(const TableState& state, const std::vector<std::int64_t>& slots);
 
   const TableOptions& initial_options() const { return initial_options_; }
+  const FrameLayout& frame_layout() const { return frame_layout_; }
   const Signature& signature() const { return initial_options_.signature; }
 
  private:
@@ -171,6 +175,7 @@ class Table {
   void CheckOpenLocked() const RLSWARM_REQUIRES(mu_);
   void InsertLocked(PreparedInsert& insert) RLSWARM_REQUIRES(mu_);
   void CopyFieldsLocked(const PreparedInsert& insert) RLSWARM_REQUIRES(mu_);
+  void CopyFramesLocked(const PreparedInsert& insert, std::size_t field) RLSWARM_REQUIRES(mu_);
   void SampleLocked(const SampleRequest& request, SampledBatch& batch) RLSWARM_REQUIRES(mu_);
   void RemoveLocked(std::int64_t slot) RLSWARM_REQUIRES(mu_);
   // Runs admitted waiters until none is; queues their callbacks in `done`.
@@ -178,7 +183,15 @@ class Table {
   void ReleaseSnapshot() RLSWARM_EXCLUDES(mu_);
   static void Run(Completions& done);
 
+  // Gathers field `field` of the items in drawn_slots_[0, n) into `out`.
+  void GatherFieldLocked(std::size_t field, std::int64_t n, std::byte* out) const
+      RLSWARM_REQUIRES(mu_);
+  // The frame ids an item's row of frame-stacked field `field` holds.
+  std::span<const FrameId> FrameIdsLocked(std::size_t field, std::int64_t slot) const
+      RLSWARM_REQUIRES(mu_);
+
   const TableOptions initial_options_;
+  const FrameLayout frame_layout_;
   const std::shared_ptr<const Clock> clock_;
 
   mutable Mutex mu_;
@@ -188,6 +201,7 @@ class Table {
   std::int64_t max_times_sampled_ RLSWARM_GUARDED_BY(mu_);
 
   ItemStore store_ RLSWARM_GUARDED_BY(mu_);
+  std::optional<FramePool> frames_ RLSWARM_GUARDED_BY(mu_);  // with frame fields only
   std::unique_ptr<Selector> selector_ RLSWARM_PT_GUARDED_BY(mu_);
   RateLimiter limiter_ RLSWARM_GUARDED_BY(mu_);
   Rng rng_ RLSWARM_GUARDED_BY(mu_);
@@ -219,20 +233,27 @@ class TableSnapshot {
 
   const TableState& state() const { return state_; }
   const ColumnStore::Snapshot& columns() const { return columns_; }
+  // The frame pool (one column, a row per frame id); empty without frame
+  // fields.
+  const ColumnStore::Snapshot& frames() const { return frames_; }
+  const FrameLayout& frame_layout() const { return table_->frame_layout(); }
   int slot_bits() const { return slot_bits_; }
   std::int64_t capacity() const { return state_.options.capacity; }
 
  private:
   friend class Table;
-  TableSnapshot(Table* table, TableState state, ColumnStore::Snapshot columns, int slot_bits)
+  TableSnapshot(Table* table, TableState state, ColumnStore::Snapshot columns,
+                ColumnStore::Snapshot frames, int slot_bits)
       : table_(table),
         state_(std::move(state)),
         columns_(std::move(columns)),
+        frames_(std::move(frames)),
         slot_bits_(slot_bits) {}
 
   Table* table_;
   TableState state_;
   ColumnStore::Snapshot columns_;
+  ColumnStore::Snapshot frames_;
   int slot_bits_;
 };
 

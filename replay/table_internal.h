@@ -19,6 +19,9 @@ struct Table::PreparedInsert {
   std::span<const double> priorities;
   std::int64_t policy_version = 0;
   std::vector<std::uint64_t> keys;
+  // The hash of every frame of the frame-stacked fields, item by item, in
+  // field order: [n, frames_per_item] (hashed before taking the lock).
+  std::vector<std::uint64_t> frame_hashes;
 };
 
 struct Table::InsertWaiter {

@@ -40,6 +40,12 @@ struct TableOptions {
   std::int64_t chunk_rows = 4096;
   // How many recent sampled items the staleness percentiles cover.
   std::int64_t staleness_window = 4096;
+  // Fields stored as stacks of shared frames (see FramePool): each is
+  // [stack, frame...], and a frame that several items hold (a frame stack's
+  // overlap with the next step's, a transition's next observation that is a
+  // later transition's observation) is stored once. Samples hold the whole
+  // fields as usual. Empty: every field is stored inline in each item.
+  std::vector<std::string> frame_fields;
 
   // Throws InvalidArgument naming the bad option.
   void Validate() const;
@@ -109,7 +115,8 @@ struct TableTotals {
   std::int64_t inserted = 0;  // the rate limiter's counts (what a global ratio adds up)
   std::int64_t sampled = 0;
   std::int64_t size = 0;
-  double total_weight = 0;  // Selector::TotalWeight()
+  double total_weight = 0;        // Selector::TotalWeight()
+  std::size_t storage_bytes = 0;  // TableInfo::storage_bytes
 };
 
 struct PriorityUpdateResult {
@@ -164,6 +171,14 @@ struct StalenessInfo {
   Percentiles version_lag;    // sampler's policy version - item's
 };
 
+struct FramePoolInfo {
+  std::int64_t live = 0;         // distinct frames stored
+  std::int64_t acquired = 0;     // frames handed in by inserts
+  std::int64_t stored = 0;       // of those, stored as new frames
+  std::size_t frame_bytes = 0;   // one frame
+  std::size_t memory_bytes = 0;  // the pool's, see FramePool::memory_bytes
+};
+
 struct TableInfo {
   std::string name;
   std::int64_t size = 0;
@@ -180,6 +195,11 @@ struct TableInfo {
   std::uint64_t next_key_seq = 1;
   double total_weight = 0;         // Selector::TotalWeight()
   std::int64_t chunks_copied = 0;  // by copy-on-write during checkpoints
+  // Memory of the stored items: their columns (metadata and fields as
+  // stored) and the frame pool with its index; divided by size, the bytes
+  // one stored item costs.
+  std::size_t storage_bytes = 0;
+  FramePoolInfo frames;  // all zero without frame fields
   bool closed = false;
 };
 

@@ -344,6 +344,16 @@ TableInfo Table::Info() const {
     info.next_key_seq = next_seq_;
     info.total_weight = selector_->TotalWeight();
     info.chunks_copied = store_.columns().chunks_copied();
+    info.storage_bytes = store_.columns().allocated_bytes();
+    if (frames_) {
+      info.chunks_copied += frames_->chunks_copied();
+      info.frames = {.live = frames_->live_frames(),
+                     .acquired = frames_->acquired(),
+                     .stored = frames_->stored(),
+                     .frame_bytes = frames_->frame_bytes(),
+                     .memory_bytes = frames_->memory_bytes()};
+      info.storage_bytes += info.frames.memory_bytes;
+    }
     info.closed = closed_;
   }
   info.staleness.age_seconds = ComputePercentiles(std::move(ages), 1e-9);
@@ -354,7 +364,8 @@ TableInfo Table::Info() const {
 TableTotals Table::Totals() const {
   MutexLock lock(mu_);
   return {limiter_.counts().inserts, limiter_.counts().samples, store_.size(),
-          selector_->TotalWeight()};
+          selector_->TotalWeight(),
+          store_.columns().allocated_bytes() + (frames_ ? frames_->memory_bytes() : 0)};
 }
 
 }  // namespace rlswarm::replay

@@ -50,9 +50,35 @@ std::vector<std::string> ColumnNames(const Signature& signature) {
   return names;
 }
 
-std::size_t ColumnWidth(const Signature& signature, std::size_t column) {
+// A frame-stacked field's section holds its frame ids (see FrameLayout); a
+// table with frame fields has one more section, "frames": each frame that a
+// saved item refers to, once, as its id (4 bytes) and its bytes.
+constexpr char kFramesSection[] = "frames";
+
+std::size_t ColumnWidth(const Signature& signature, const FrameLayout& layout, std::size_t column) {
   return column == kMetaColumn ? sizeof(ItemMeta)
-                               : signature.fields[column - kNumMetaColumns].ItemBytes();
+                               : layout.RowBytes(signature, column - kNumMetaColumns);
+}
+
+// The frame ids the rows `live` refer to, ascending, each once.
+std::vector<FrameId> ReferencedFrames(
+    const ColumnStore::Snapshot& columns, const FrameLayout& layout,
+    const std::vector<std::pair<std::uint64_t, std::int64_t>>& live) {
+  std::vector<FrameId> ids;
+  for (std::size_t f = 0; f < layout.frames_per_field.size(); ++f) {
+    const auto frames = static_cast<std::size_t>(layout.frames_per_field[f]);
+    for (const auto& row : live) {
+      const std::byte* data = columns.Row(kNumMetaColumns + f, row.second);
+      for (std::size_t j = 0; j < frames; ++j) {
+        FrameId id;
+        std::memcpy(&id, data + j * sizeof(FrameId), sizeof(FrameId));
+        ids.push_back(id);
+      }
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
 }
 
 std::uint32_t BodyCrc(const json& body) { return Crc32c(AsBytes(body.dump())); }
@@ -149,6 +175,7 @@ void Checkpointer::WriteFiles(const TableSnapshot& snapshot, const std::string& 
   }
 
   fs_->CreateDir(path);
+  const FrameLayout& layout = snapshot.frame_layout();
   const std::vector<std::string> names = ColumnNames(state.options.signature);
   std::vector<std::byte> buffer;
   buffer.reserve(options_.buffer_bytes);
@@ -156,8 +183,9 @@ void Checkpointer::WriteFiles(const TableSnapshot& snapshot, const std::string& 
   std::uint64_t offset = 0;
   {
     auto file = fs_->NewWritableFile(path + "/" + kDataFile);
-    for (std::size_t c = 0; c < names.size(); ++c) {
-      const std::size_t width = ColumnWidth(state.options.signature, c);
+    // One section: `rows` rows of `width` bytes, row(i) appends row i's.
+    const auto write_section = [&](const std::string& name, std::size_t width, std::size_t rows,
+                                   const auto& row) {
       std::uint32_t crc = 0;
       std::uint64_t bytes = 0;
       const auto flush = [&] {
@@ -166,18 +194,35 @@ void Checkpointer::WriteFiles(const TableSnapshot& snapshot, const std::string& 
         bytes += buffer.size();
         buffer.clear();
       };
-      for (const auto& row : live) {
+      for (std::size_t i = 0; i < rows; ++i) {
         if (buffer.size() + width > options_.buffer_bytes && !buffer.empty()) flush();
-        const std::byte* data = columns.Row(c, row.second);
-        buffer.insert(buffer.end(), data, data + width);
+        row(i);
       }
       flush();
-      sections.push_back({{"name", names[c]},
+      sections.push_back({{"name", name},
                           {"width", width},
                           {"offset", offset},
                           {"bytes", bytes},
                           {"crc32c", crc}});
       offset += bytes;
+    };
+    for (std::size_t c = 0; c < names.size(); ++c) {
+      const std::size_t width = ColumnWidth(state.options.signature, layout, c);
+      write_section(names[c], width, live.size(), [&](std::size_t i) {
+        const std::byte* data = columns.Row(c, live[i].second);
+        buffer.insert(buffer.end(), data, data + width);
+      });
+    }
+    if (layout.any()) {
+      const std::vector<FrameId> ids = ReferencedFrames(columns, layout, live);
+      const ColumnStore::Snapshot& frames = snapshot.frames();
+      write_section(kFramesSection, sizeof(FrameId) + layout.frame_bytes, ids.size(),
+                    [&](std::size_t i) {
+                      const auto* id = reinterpret_cast<const std::byte*>(&ids[i]);
+                      buffer.insert(buffer.end(), id, id + sizeof(FrameId));
+                      const std::byte* frame = frames.Row(0, ids[i]);
+                      buffer.insert(buffer.end(), frame, frame + layout.frame_bytes);
+                    });
     }
     file->Sync();
     file->Close();
@@ -230,6 +275,51 @@ void Checkpointer::Prune(std::int64_t newest) {
 }
 
 // --- Loading ------------------------------------------------------------------------
+
+namespace {
+
+// Reads section "frames" (at `offset`, the data file's last) into `table`.
+void RestoreFrames(ReadableFile& data, const json& section, std::uint64_t offset,
+                   std::size_t buffer_bytes, Table& table) {
+  const std::size_t width = sizeof(FrameId) + table.frame_layout().frame_bytes;
+  std::uint64_t bytes = 0;
+  std::uint32_t expected_crc = 0;
+  try {
+    bytes = section.at("bytes").get<std::uint64_t>();
+    expected_crc = section.at("crc32c").get<std::uint32_t>();
+    if (section.at("name") != kFramesSection || section.at("width").get<std::size_t>() != width ||
+        section.at("offset").get<std::uint64_t>() != offset || bytes % width != 0 ||
+        offset + bytes != data.Size()) {
+      throw DataLoss(std::string("manifest: section '") + kFramesSection +
+                     "' is missing or has the wrong size");
+    }
+  } catch (const json::exception& e) {
+    throw DataLoss(std::string("manifest: ") + e.what());
+  }
+  const std::uint64_t rows = bytes / width;
+  const std::uint64_t rows_per_read = std::max<std::uint64_t>(1, buffer_bytes / width);
+  std::vector<std::byte> buffer;
+  std::uint32_t crc = 0;
+  for (std::uint64_t row = 0; row < rows; row += rows_per_read) {
+    const std::uint64_t n = std::min(rows_per_read, rows - row);
+    buffer.resize(n * width);
+    data.ReadAt(offset + row * width, buffer);
+    crc = Crc32cExtend(crc, buffer);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      FrameId id;
+      std::memcpy(&id, buffer.data() + i * width, sizeof(FrameId));
+      try {
+        table.RestoreFrame(
+            id, std::span(buffer).subspan(i * width + sizeof(FrameId), width - sizeof(FrameId)));
+      } catch (const InvalidArgument& e) {
+        throw DataLoss(std::string("section 'frames': ") + e.what());
+      }
+    }
+  }
+  if (crc != expected_crc) throw DataLoss("section 'frames': checksum mismatch");
+}
+
+}  // namespace
 
 std::optional<LoadedCheckpoint> Checkpointer::LoadNewest(const TableOptions& options,
                                                          std::shared_ptr<const Clock> clock) const {
@@ -294,6 +384,11 @@ LoadedCheckpoint Checkpointer::Load(const Candidate& candidate, const TableOptio
 
   // Compatible with the table asked for?
   const TableOptions& saved = state.options;
+  if (saved.frame_fields != options.frame_fields) {
+    throw FailedPrecondition("checkpoint " + path + " holds table '" + saved.name +
+                             "' with frame fields " + json(saved.frame_fields).dump() +
+                             "; the table to restore has " + json(options.frame_fields).dump());
+  }
   if (saved.signature != options.signature || saved.capacity != options.capacity ||
       saved.selector.kind != options.selector.kind) {
     throw FailedPrecondition("checkpoint " + path + " holds table '" + saved.name +
@@ -323,10 +418,12 @@ LoadedCheckpoint Checkpointer::Load(const Candidate& candidate, const TableOptio
                    " bytes, the manifest says " + std::to_string(data_bytes));
   }
   const std::vector<std::string> names = ColumnNames(merged.signature);
-  if (!sections.is_array() || sections.size() != names.size()) {
-    throw DataLoss("manifest: expected " + std::to_string(names.size()) + " sections");
-  }
   auto table = std::make_unique<Table>(merged, std::move(clock));
+  const FrameLayout& layout = table->frame_layout();
+  const std::size_t expected_sections = names.size() + (layout.any() ? 1 : 0);
+  if (!sections.is_array() || sections.size() != expected_sections) {
+    throw DataLoss("manifest: expected " + std::to_string(expected_sections) + " sections");
+  }
   const int slot_bits = [&] {
     int bits = 1;
     while ((std::int64_t{1} << bits) < merged.capacity) ++bits;
@@ -354,7 +451,7 @@ LoadedCheckpoint Checkpointer::Load(const Candidate& candidate, const TableOptio
     } catch (const json::exception& e) {
       throw DataLoss(std::string("manifest: ") + e.what());
     }
-    const std::size_t expected_width = ColumnWidth(merged.signature, c);
+    const std::size_t expected_width = ColumnWidth(merged.signature, layout, c);
     if (width != expected_width || bytes != rows * width) {
       throw DataLoss("manifest: section '" + names[c] + "' has the wrong size");
     }
@@ -389,6 +486,7 @@ LoadedCheckpoint Checkpointer::Load(const Candidate& candidate, const TableOptio
     if (crc != expected_crc) throw DataLoss("section '" + names[c] + "': checksum mismatch");
     offset += bytes;
   }
+  if (layout.any()) RestoreFrames(*data, sections.back(), offset, options_.buffer_bytes, *table);
   table->FinishRestore(state, slots);
   LoadedCheckpoint loaded;
   loaded.table = std::move(table);

@@ -1,5 +1,6 @@
 #include "replay/service/n_step.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -12,6 +13,10 @@ void NStepOptions::Validate() const {
   if (n < 1) throw InvalidArgument("n-step: n must be >= 1, got " + std::to_string(n));
   if (!(gamma >= 0 && gamma <= 1)) {
     throw InvalidArgument("n-step: gamma must be in [0, 1], got " + std::to_string(gamma));
+  }
+  if (!(reward_clip >= 0)) {
+    throw InvalidArgument("n-step: reward_clip must be >= 0 (0: off), got " +
+                          std::to_string(reward_clip));
   }
 }
 
@@ -137,7 +142,9 @@ void NStepAccumulator::Observe(const EnvStep& step) {
     const std::int64_t k = count_[env];
     std::memcpy(ObservationSlot(env, k), step.observations.data() + e * obs_bytes_, obs_bytes_);
     std::memcpy(ActionSlot(env, k), step.actions.data() + e * action_bytes_, action_bytes_);
-    StepSlot(env, k) = {step.rewards[e], step.q_taken[e], step.policy_version};
+    const float clip = static_cast<float>(options_.reward_clip);
+    const float reward = clip > 0 ? std::clamp(step.rewards[e], -clip, clip) : step.rewards[e];
+    StepSlot(env, k) = {reward, step.q_taken[e], step.policy_version};
     ++count_[env];
     double partial = 0;
     double discount = 0;

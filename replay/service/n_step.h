@@ -39,7 +39,11 @@ namespace rlswarm::replay {
 struct NStepOptions {
   int n = 3;
   double gamma = 0.99;
-  // Throws InvalidArgument unless n >= 1 and 0 <= gamma <= 1.
+  // > 0: every step's reward is clipped to [-reward_clip, reward_clip]
+  // before it enters R (DQN's Atari setting: 1). 0: rewards as they are.
+  double reward_clip = 0;
+  // Throws InvalidArgument unless n >= 1, 0 <= gamma <= 1 and reward_clip
+  // >= 0.
   void Validate() const;
 };
 

@@ -72,6 +72,22 @@ TEST(NStepTest, FullLengthTransitionSumsNDiscountedRewardsAndBootstraps) {
   EXPECT_DOUBLE_EQ(t.priority[0], std::abs(2.75 + 0.125 * 8 - 1));
 }
 
+TEST(NStepTest, RewardClipClipsEachStepBeforeTheSum) {
+  NStepAccumulator acc({.n = 3, .gamma = 0.5, .reward_clip = 1}, 1, kObs, kAct);
+  const std::vector<float> v = {0};
+  acc.Observe(OneEnv(0, /*q=*/0, /*r=*/5, 1).Get());
+  acc.SetCurrentValues(v);
+  acc.Observe(OneEnv(1, 0, -0.25f, 2).Get());
+  acc.SetCurrentValues(v);
+  acc.Observe(OneEnv(2, 0, -7, 3).Get());
+  acc.SetCurrentValues(v);
+  ASSERT_EQ(acc.ready().size(), 1);
+  // Clipping the 3-step sum instead (5 - 0.125 - 1.75 = 3.125 -> 1) would give 1.
+  EXPECT_FLOAT_EQ(acc.ready().reward[0], 1 + 0.5f * -0.25f + 0.25f * -1);
+  EXPECT_THROW(NStepAccumulator({.n = 3, .gamma = 0.5, .reward_clip = -1}, 1, kObs, kAct),
+               InvalidArgument);
+}
+
 TEST(NStepTest, TerminationEmitsEveryPendingStepWithoutBootstrap) {
   NStepAccumulator acc({3, 0.5}, 1, kObs, kAct);
   acc.Observe(OneEnv(10, /*q=*/4, 1, 11).Get());
