@@ -259,5 +259,31 @@ TEST_F(GymnasiumTest, PerEpisodeSeedingDoesNotDependOnTheNumberOfEnvs) {
   EXPECT_EQ(run(1), run(3));
 }
 
+// ale-py's own vector env has no disabled autoreset mode: per-episode
+// seeding (what evaluations use) runs it in same_step mode and reseeds each
+// finished env itself, and the episodes are still those of (seed, k) alone.
+TEST_F(GymnasiumTest, PerEpisodeSeedingWorksWithAVectorEnvThatCannotDisableAutoreset) {
+  auto run = [&](std::int64_t num_envs) {
+    VectorEnvOptions o = Options(num_envs);
+    o.env.vectorization_mode = "vector_entry_point";
+    o.env.kwargs_json = R"({"repeat_action_probability": 0.25, "stack_num": 4})";
+    o.seeding = AutoResetSeeding::kSeedPerEpisode;
+    VectorEnv env("gymnasium:ALE/Pong-v5", o);
+    EXPECT_EQ(env.autoreset(), AutoResetMode::kSameStep);
+    RandomPolicy policy(env.spec(), num_envs, 5);
+    std::vector<std::pair<double, std::int64_t>> episodes;
+    for (const auto& e : RunEpisodes(env, policy, 3, 17)) {
+      episodes.emplace_back(e.episode_return, e.length);
+    }
+    return episodes;
+  };
+  const auto one = run(1);
+  EXPECT_EQ(one, run(2));
+  for (const auto& [episode_return, length] : one) {
+    EXPECT_LE(episode_return, -15);  // a random policy's Pong: -21 to about -18
+    EXPECT_GT(length, 500);
+  }
+}
+
 }  // namespace
 }  // namespace rlswarm::envs

@@ -318,7 +318,18 @@ def make_vector_env(gym, args, kwargs):
     if args.autoreset_mode:
         autoreset = gym.vector.AutoresetMode[args.autoreset_mode.upper()]
         if mode == "vector_entry_point":
-            kwargs = dict(kwargs, autoreset_mode=autoreset)
+            try:
+                return gym.make_vec(args.gym_id, num_envs=args.num_envs, vectorization_mode=mode,
+                                    **dict(kwargs, autoreset_mode=autoreset))
+            except ValueError:
+                if autoreset != gym.vector.AutoresetMode.DISABLED:
+                    raise
+            # A vector env of its own without the disabled mode (ale-py's):
+            # same_step instead. The C++ side still resets every finished env
+            # right after the step, with the seed it chose, so the episodes
+            # are the ones disabled mode would give; the env's own reset in
+            # between is wasted work, not a different episode.
+            kwargs = dict(kwargs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
         else:
             vector_kwargs["autoreset_mode"] = autoreset
     return gym.make_vec(args.gym_id, num_envs=args.num_envs, vectorization_mode=mode,
@@ -350,7 +361,11 @@ class Worker:
         self.obs = ObservationCodec(self.env.single_observation_space, args.env_id, gym, np)
         self.act = ActionCodec(self.env.single_action_space, args.env_id, gym, np)
         mode = self.env.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
-        self.autoreset = gym.vector.AutoresetMode(mode).name.lower()
+        # What the env does, and what the C++ side is told: "disabled" when it
+        # asked for it and got same_step instead (see make_vector_env).
+        self.env_autoreset = gym.vector.AutoresetMode(mode).name.lower()
+        self.autoreset = ("disabled" if args.autoreset_mode == "disabled"
+                          else self.env_autoreset)
         self.layout = Layout(self.n, self.obs.row_bytes, self.act.row_bytes())
         self.fd = os.memfd_create("rlswarm-env", os.MFD_CLOEXEC)
         os.ftruncate(self.fd, self.layout.size)
@@ -401,7 +416,17 @@ class Worker:
                              dtype=self.np.int64)
 
     def reset(self, seeded):
-        obs, _ = self.env.reset(seed=self.seed_argument() if seeded else None)
+        if seeded and self.autoreset == "disabled" and not self.per_env_seeds:
+            # Per-episode seeding: each env's own seed, as the masked resets
+            # of later episodes give them. A vector env of its own derives
+            # its envs' seeds from one int on a full reset, so a masked reset
+            # of every env follows it (ale-py's masked resets need a full one
+            # first).
+            self.env.reset(seed=self.seed_argument())
+            mask = self.np.ones(self.n, dtype=bool)
+            obs, _ = self.env.reset(seed=self.seed_argument(mask), options={"reset_mask": mask})
+        else:
+            obs, _ = self.env.reset(seed=self.seed_argument() if seeded else None)
         self.obs.write(obs, self.observations, self.steps, "reset observation")
         self.rewards[...] = 0
         self.terminated[...] = 0
@@ -437,7 +462,7 @@ class Worker:
         done = np.flatnonzero(self.terminated | self.truncated)
         if done.size == 0:
             return
-        if self.autoreset == "same_step":
+        if self.env_autoreset == "same_step":
             # obs already holds the new episodes' first observations.
             final = infos.get("final_obs")
             if final is None:
