@@ -41,6 +41,7 @@ struct LearnerSection {
   std::int64_t target_update_interval = 100;
   bool double_q = true;
   double huber_delta = 1;
+  double reward_clip = 0;
   double priority_epsilon = 1e-6;
   double policy_lr = 0;
   std::int64_t policy_delay = 2;
@@ -112,6 +113,11 @@ struct LearnerSection {
             "updates between hard target copies (when target_tau is 0)", Bounds{1, 1e12});
     v.Field("double_q", double_q, "double Q-learning targets (Ape-X)");
     v.Field("huber_delta", huber_delta, "Huber loss threshold", Bounds{1e-12, 1e12});
+    v.Field("reward_clip", reward_clip,
+            "train on env rewards clipped to [-reward_clip, reward_clip], each step before the "
+            "n-step sum (DQN on Atari: 1); 0 = off; returns, metrics and evaluations stay "
+            "unclipped",
+            Bounds{0, 1e12});
     v.Field("priority_epsilon", priority_epsilon, "new priority = |TD error| + this",
             Bounds{0, 1e6});
     v.Field("policy_lr", policy_lr, "td3: the policy's learning rate; 0 = lr", Bounds{0, 10});

@@ -13,6 +13,7 @@ actors::ActorOptions MakeActorOptions(const ExperimentConfig& config, std::int64
   options.env_name = config.env.name;
   options.env = config.env.ToVectorEnvOptions(envs::AutoResetSeeding::kContinue);
   options.n_step = config.actor.ToNStepOptions();
+  options.n_step.reward_clip = config.learner.reward_clip;
   options.exploration = config.learner.algorithm == "td3" ? config.actor.ToNoiseOptions()
                                                           : config.actor.ToExplorationOptions();
   options.seed = config.actor.seed;
