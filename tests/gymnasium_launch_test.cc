@@ -118,6 +118,58 @@ TEST_F(GymnasiumLaunchTest, GymnasiumCartPoleSolvesInBothModesAndItsBestPolicyEv
   }
 }
 
+// The shipped Pong config end to end, shortened: ale-py's vector env in the
+// actor, frames shared in replay (and in its checkpoints), evaluations on
+// per-episode seeds (ale-py has no disabled autoreset), and --record drawing
+// the frames the agent sees (ale-py's vector env takes no render_mode).
+TEST_F(GymnasiumLaunchTest, PongLaunchesEvaluatesAndRecords) {
+  const fs::path run = fs::path(dir_) / "run";
+  auto launch =
+      Run({"launch", Config("atari_pong.yaml"), "--run-dir", run.string(), "launch.mode=embedded",
+           "launch.max_wall_time_s=40", "launch.metrics_port=0", "replay.capacity=4000",
+           "replay.min_size_to_sample=500", "replay.checkpoint_dir=" + (run / "replay").string(),
+           "replay.checkpoint_interval_s=10", "launch.eval_interval_s=15", "launch.eval_episodes=1",
+           "launch.eval_num_envs=1", "launch.heldout_eval_episodes=1"},
+          "launch.log");
+  const auto code = launch->Wait(240s);
+  ASSERT_TRUE(code.has_value()) << launch->Log();
+  ASSERT_EQ(*code, 0) << launch->Log();
+  const Json summary = ReadJson(run / "summary.json");
+  EXPECT_GT(summary["updates"].get<std::int64_t>(), 0) << summary;
+  EXPECT_EQ(summary["heldout_eval_episodes"].get<std::int64_t>(), 1) << summary;
+  // A random-ish policy loses Pong: -21 up to about -15, never a positive score.
+  EXPECT_LE(summary["final_eval_mean_return"].get<double>(), 0) << summary;
+  // Replay checkpoints hold each frame once: a transition costs ~7 KB, not 56.
+  const std::string log = ReadText(run / "logs" / "launch.log");
+  EXPECT_NE(log.find("replay checkpoint"), std::string::npos) << log;
+  std::uintmax_t largest = 0;
+  for (const auto& f : fs::recursive_directory_iterator(run / "replay")) {
+    if (f.path().filename() == "data.bin") largest = std::max(largest, f.file_size());
+  }
+  EXPECT_GT(largest, 0u);
+  EXPECT_LT(largest, 4000u * 16 * 1024) << "4000 transitions";
+
+  const fs::path frames = fs::path(dir_) / "frames";
+  auto record = Run({"evaluate", "--config", Config("atari_pong.yaml"), "--checkpoint",
+                     (run / "policies" / "best").string(), "evaluate.policy=q",
+                     "evaluate.episodes=1", "env.num_envs=1", "--record", frames.string()},
+                    "record.log");
+  const auto record_code = record->Wait(180s);
+  ASSERT_TRUE(record_code.has_value()) << record->Log();
+  ASSERT_EQ(*record_code, 0) << record->Log();
+  std::ifstream png(frames / "episode-0000" / "frame-00000.png", std::ios::binary);
+  ASSERT_TRUE(png.good()) << record->Log();
+  unsigned char header[24] = {};
+  png.read(reinterpret_cast<char*>(header), sizeof(header));
+  EXPECT_EQ(header[19], 84);  // IHDR width and height, big-endian: 84 x 84
+  EXPECT_EQ(header[23], 84);
+  int frame_files = 0;
+  for (const auto& f : fs::directory_iterator(frames / "episode-0000")) {
+    frame_files += f.is_regular_file();
+  }
+  EXPECT_GE(frame_files, 500);  // a whole game of Pong
+}
+
 // An env that cannot draw itself is named when --record asks for frames,
 // before any checkpoint is read.
 TEST_F(GymnasiumLaunchTest, RecordingAnEnvWithoutFramesIsAConfigErrorNamingTheEnv) {

@@ -308,6 +308,9 @@ def describe(gym, np, args, kwargs):
 
 
 def make_vector_env(gym, args, kwargs):
+    """The vector env; sets args.render_from_observations when a vector env of
+    its own refused render_mode (ale-py's): render() then draws the newest
+    frame of the observation, what the agent sees."""
     vector_kwargs = {}
     mode = args.vectorization_mode
     if mode is None:
@@ -315,6 +318,15 @@ def make_vector_env(gym, args, kwargs):
         # vector env that takes one: Gymnasium's sync env takes all three.
         has_own = gym.spec(args.gym_id).vector_entry_point is not None
         mode = "vector_entry_point" if has_own and not args.autoreset_mode else "sync"
+    args.render_from_observations = False
+    if mode == "vector_entry_point" and "render_mode" in kwargs:
+        try:
+            gym.make_vec(args.gym_id, num_envs=1, vectorization_mode=mode, **kwargs).close()
+        except TypeError as e:
+            if "render_mode" not in str(e):
+                raise
+            kwargs = {k: v for k, v in kwargs.items() if k != "render_mode"}
+            args.render_from_observations = True
     if args.autoreset_mode:
         autoreset = gym.vector.AutoresetMode[args.autoreset_mode.upper()]
         if mode == "vector_entry_point":
@@ -480,7 +492,11 @@ class Worker:
         np = self.np
         if not 0 <= index < self.n:
             raise WorkerError(ENV_ERROR, f"render: no env {index} of {self.n}")
-        if hasattr(self.env, "envs"):
+        if self.args.render_from_observations:
+            frame = self.observations[index]
+            while frame.ndim > 2 and frame.shape[-1] not in (3, 4):
+                frame = frame[-1]  # the newest frame of a stack [stack, H, W]
+        elif hasattr(self.env, "envs"):
             frame = self.env.envs[index].render()
         else:
             try:
