@@ -1,4 +1,5 @@
-// `rlswarm envs`: the registered environments and their specs.
+// `rlswarm envs [NAME...]`: the built-in environments and their specs, or
+// the specs of the named ones (also gymnasium:ID and plugin:PATH.so[:NAME]).
 
 #include <fmt/format.h>
 
@@ -7,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/commands.h"
+#include "common/errors.h"
+#include "config/config_reader.h"
 #include "envs/registry.h"
 
 namespace rlswarm::apps {
@@ -58,28 +61,51 @@ std::string Shape(const std::vector<std::int64_t>& shape) {
   return "(" + fmt::format("{}", fmt::join(shape, ", ")) + (shape.size() == 1 ? ",)" : ")");
 }
 
-void RunEnvs(bool json) {
-  nlohmann::json all = nlohmann::json::array();
-  if (!json) {
-    fmt::print("{:<24} {:<22} {:<24} {}\n", "name", "observation", "action", "time limit");
-  }
-  for (const std::string& name : envs::EnvNames()) {
-    const envs::EnvSpec spec = envs::MakeEnv(name)->spec();
-    if (json) {
-      all.push_back(SpecJson(spec));
-      continue;
+void PrintRow(const envs::EnvSpec& spec) {
+  const auto& act = spec.action;
+  const std::string action = act.kind == envs::ActionKind::kDiscrete
+                                 ? fmt::format("discrete({})", act.num_actions)
+                                 : fmt::format("continuous{} [{}, {}]", Shape(act.array.shape),
+                                               act.array.Low(0), act.array.High(0));
+  fmt::print("{:<24} {:<22} {:<24} {}\n", spec.name,
+             Shape(spec.observation.shape) + " " + std::string(DTypeName(spec.observation.dtype)),
+             action, spec.max_episode_steps > 0 ? std::to_string(spec.max_episode_steps) : "none");
+}
+
+// Named envs are described as a run would make them (a Gymnasium env in a
+// worker of the active Python, a plugin loaded and checked); an env that
+// cannot be made is a config error naming it.
+void RunEnvs(const std::vector<std::string>& names, const std::string& kwargs, bool json) {
+  const std::vector<std::string> listed = names.empty() ? envs::EnvNames() : names;
+  envs::EnvOptions options;
+  options.kwargs_json = kwargs;
+  std::vector<envs::EnvSpec> specs;  // all made before any is printed
+  for (const std::string& name : listed) {
+    try {
+      specs.push_back(names.empty() ? envs::MakeEnv(name)->spec()
+                                    : envs::DescribeEnv(name, options));
+    } catch (const config::ConfigError&) {
+      throw;
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      throw config::ConfigError(what.find(name) != std::string::npos ? what
+                                                                     : "env " + name + ": " + what);
     }
-    const auto& act = spec.action;
-    const std::string action = act.kind == envs::ActionKind::kDiscrete
-                                   ? fmt::format("discrete({})", act.num_actions)
-                                   : fmt::format("continuous{} [{}, {}]", Shape(act.array.shape),
-                                                 act.array.Low(0), act.array.High(0));
-    fmt::print("{:<24} {:<22} {:<24} {}\n", name,
-               Shape(spec.observation.shape) + " " + std::string(DTypeName(spec.observation.dtype)),
-               action,
-               spec.max_episode_steps > 0 ? std::to_string(spec.max_episode_steps) : "none");
+    specs.back().name = name;  // as asked for (a plugin's spec has its own name)
   }
-  if (json) std::cout << all.dump(2) << "\n";
+  if (json) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& spec : specs) all.push_back(SpecJson(spec));
+    std::cout << all.dump(2) << "\n";
+    return;
+  }
+  fmt::print("{:<24} {:<22} {:<24} {}\n", "name", "observation", "action", "time limit");
+  for (const auto& spec : specs) PrintRow(spec);
+  if (names.empty()) {
+    fmt::print(
+        "\nAlso: gymnasium:ID (any Gymnasium env, e.g. gymnasium:ALE/Pong-v5) and "
+        "plugin:PATH.so[:NAME] (a C/C++ env); `rlswarm envs NAME` describes one.\n");
+  }
 }
 
 }  // namespace
@@ -87,9 +113,18 @@ void RunEnvs(bool json) {
 void AddEnvsCommand(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("envs", "List the environments with their observation and action specs");
-  auto json = std::make_shared<bool>(false);
-  cmd->add_flag("--json", *json, "Print JSON (a list of specs) instead of a table");
-  cmd->callback([json] { RunEnvs(*json); });
+  struct Args {
+    std::vector<std::string> names;
+    std::string kwargs;
+    bool json = false;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("names", args->names,
+                  "Envs to describe (built-in names, gymnasium:ID, plugin:PATH.so[:NAME]); "
+                  "default: every built-in env");
+  cmd->add_option("--kwargs", args->kwargs, "JSON object of the named envs' kwargs (env.kwargs)");
+  cmd->add_flag("--json", args->json, "Print JSON (a list of specs) instead of a table");
+  cmd->callback([args] { RunEnvs(args->names, args->kwargs, args->json); });
 }
 
 }  // namespace rlswarm::apps

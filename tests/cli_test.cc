@@ -93,6 +93,21 @@ TEST(CliTest, EnvsTablePrintsOneLinePerEnv) {
   for (const char* name : kEnvs) EXPECT_NE(run.out.find(name), std::string::npos) << name;
 }
 
+// Named envs beyond the built-in ones: a C plugin is loaded and described;
+// one that cannot be loaded is a config error naming it.
+TEST(CliTest, EnvsDescribesANamedPluginAndNamesOneThatCannotLoad) {
+  const std::string plugin = std::string("plugin:") + RLSWARM_CARTPOLE_PLUGIN;
+  const auto specs = Json("envs --json " + plugin);
+  ASSERT_EQ(specs.size(), 1u) << specs;
+  EXPECT_EQ(specs[0]["name"], plugin);
+  EXPECT_EQ(specs[0]["observation"]["shape"], nlohmann::json({4}));
+  EXPECT_EQ(specs[0]["action"]["n"], 2);
+  EXPECT_EQ(specs[0]["max_episode_steps"], 500);
+  const CommandResult missing = Rlswarm("envs plugin:/no/such/env.so");
+  EXPECT_EQ(missing.exit_code, 2) << missing.out;
+  EXPECT_NE(missing.out.find("/no/such/env.so"), std::string::npos) << missing.out;
+}
+
 TEST(CliTest, EvaluateRandomPolicyWorksForAllNineEnvs) {
   for (const char* name : kEnvs) {
     SCOPED_TRACE(name);

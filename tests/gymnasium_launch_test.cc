@@ -170,6 +170,15 @@ TEST_F(GymnasiumLaunchTest, PongLaunchesEvaluatesAndRecords) {
   EXPECT_GE(frame_files, 500);  // a whole game of Pong
 }
 
+TEST_F(GymnasiumLaunchTest, EnvsDescribesAGymnasiumEnvAsTheActorsWouldMakeIt) {
+  auto envs = Run({"envs", "gymnasium:ALE/Pong-v5", "--kwargs", R"({"stack_num": 4})"}, "envs.log");
+  const auto code = envs->Wait(60s);
+  ASSERT_TRUE(code.has_value()) << envs->Log();
+  EXPECT_EQ(*code, 0) << envs->Log();
+  EXPECT_NE(envs->Log().find("(4, 84, 84) uint8      discrete(6)"), std::string::npos)
+      << envs->Log();
+}
+
 // An env that cannot draw itself is named when --record asks for frames,
 // before any checkpoint is read.
 TEST_F(GymnasiumLaunchTest, RecordingAnEnvWithoutFramesIsAConfigErrorNamingTheEnv) {
