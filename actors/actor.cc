@@ -9,7 +9,7 @@
 #include "actors/weights_follower.h"
 #include "common/errors.h"
 #include "common/random.h"
-#include "envs/gymnasium/env_worker.h"
+#include "envs/env_failure.h"
 #include "models/model_spec.h"
 #include "replay/service/transition.h"
 
@@ -91,7 +91,7 @@ bool Actor::StepEnvs(const std::vector<std::byte>& actions, std::uint64_t& env_s
     }
     ++steps_since_env_restart_;
     return true;
-  } catch (const envs::gymnasium::EnvFailure& e) {
+  } catch (const envs::EnvFailure& e) {
     quick_env_failures_ =
         steps_since_env_restart_ < kEnvFailureWindow ? quick_env_failures_ + 1 : 1;
     {
@@ -106,7 +106,7 @@ bool Actor::StepEnvs(const std::vector<std::byte>& actions, std::uint64_t& env_s
   env_seed = DeriveSeed(env_seed, 0xe2e0ULL + static_cast<std::uint64_t>(quick_env_failures_));
   env_.Restart(env_seed);
   steps_since_env_restart_ = 0;
-  spdlog::warn("actor {}: envs restarted in a new worker", options_.actor_id);
+  spdlog::warn("actor {}: envs restarted (a Gymnasium env in a new worker)", options_.actor_id);
   return false;
 }
 

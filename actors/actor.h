@@ -17,11 +17,12 @@
 //      weights version if there is one (between forward passes, never
 //      inside one)
 //
-// An env that fails (a Gymnasium env raises, returns a malformed observation
-// or reward, or its worker process dies: envs::gymnasium::EnvFailure): the
-// actor logs it with the env's traceback, counts it (stats().env_errors),
-// drops the unfinished n-step windows, and starts its envs again in a new
-// worker with a fresh seed; a failure within kEnvFailureWindow steps of the
+// An env that fails (envs::EnvFailure: a Gymnasium env raises, returns a
+// malformed observation or reward, or its worker process dies; a plugin's
+// step or reset reports an error or a non-finite reward): the actor logs it
+// (with a Gymnasium env's traceback), counts it (stats().env_errors), drops
+// the unfinished n-step windows, and starts its envs again (a Gymnasium env
+// in a new worker) with a fresh seed; a failure within kEnvFailureWindow steps of the
 // previous restart, kMaxQuickEnvFailures times in a row, ends Run with the
 // error (the launcher then restarts the actor process with backoff).
 //

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/errors.h"
+#include "envs/env_failure.h"
 #include "envs/plugin_library.h"
 #include "envs/plugin_spec.h"
 
@@ -82,8 +83,8 @@ PluginEnv::~PluginEnv() { table_.destroy(instance_); }
 void PluginEnv::Fail(const char* what) {
   failed_ = true;
   const char* message = table_.last_error(instance_);
-  throw Internal(address_ + " (" + spec().name + "): " + what + " failed: " +
-                 (message && message[0] != '\0' ? message : "(the plugin gave no message)"));
+  throw EnvFailure(address_ + " (" + spec().name + "): " + what + " failed: " +
+                   (message && message[0] != '\0' ? message : "(the plugin gave no message)"));
 }
 
 void PluginEnv::ResetState() {
@@ -124,8 +125,8 @@ void PluginEnv::StepAfterFailure() const {
 
 void PluginEnv::NonFiniteReward(float reward) {
   failed_ = true;
-  throw Internal(address_ + " (" + spec().name + "): step returned the reward " +
-                 std::to_string(reward));
+  throw EnvFailure(address_ + " (" + spec().name + "): step returned the reward " +
+                   std::to_string(reward));
 }
 
 void PluginEnv::WriteObservation(std::byte* out) const {

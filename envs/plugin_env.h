@@ -49,7 +49,7 @@ class PluginEnv final : public Env {
   PluginEnv(EnvSpec spec, std::string address, std::shared_ptr<const PluginLibrary> library,
             const rlswarm_env_plugin& table, void* instance);
 
-  // Throw Internal with the plugin's last_error when its reset or step fails;
+  // Throw EnvFailure with the plugin's last_error when its reset or step fails;
   // a failed env must be Reset before it is stepped again.
   void ResetState() override;
   Transition Advance(std::int64_t action) override;

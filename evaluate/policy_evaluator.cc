@@ -4,8 +4,8 @@
 
 #include "actors/acting_policy.h"
 #include "common/errors.h"
+#include "envs/env_failure.h"
 #include "envs/episode_runner.h"
-#include "envs/gymnasium/env_worker.h"
 
 namespace rlswarm::evaluate {
 namespace {
@@ -67,7 +67,7 @@ Evaluation PolicyEvaluator::Evaluate(const std::vector<Payload>& weights, std::u
   try {
     episodes =
         envs::RunEpisodes(env_, *policy_, options_.episodes, options_.seed, keep_going, cancelled);
-  } catch (const envs::gymnasium::EnvFailure&) {
+  } catch (const envs::EnvFailure&) {
     // The next evaluation starts from a new worker, not a broken env.
     env_.Restart(options_.seed);
     throw;

@@ -30,6 +30,7 @@
 #include <string_view>
 
 #include "common/errors.h"
+#include "envs/env_failure.h"
 #include "envs/registry.h"
 #include "envs/render.h"
 #include "envs/spec.h"
@@ -38,10 +39,7 @@ namespace rlswarm::envs::gymnasium {
 
 // The env raised, returned something malformed, or its worker died: what
 // happened (env id, step, field) and the Python traceback where there is one.
-class EnvFailure : public Error {
- public:
-  explicit EnvFailure(const std::string& message) : Error(StatusCode::kInternal, message) {}
-};
+using envs::EnvFailure;
 
 struct EnvWorkerOptions {
   std::string env_id;  // what gymnasium.make takes (no "gymnasium:" prefix)

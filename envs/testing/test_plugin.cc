@@ -19,7 +19,8 @@
 //   "create_fails"        create fails with config {"message": "..."}.
 //   "step_fails"          fails as config {"fail": "step" | "reset" |
 //                         "nan_reward" | "silent"} says, at step
-//                         {"at": 3} (steps counted per episode).
+//                         {"at": 3} (steps counted per episode), or only
+//                         once, at the env's {"at_total": N}th step.
 //
 // rlswarm_test_plugin_live_envs() counts created and not yet destroyed envs.
 
@@ -46,6 +47,7 @@ struct TestEnv {
   std::string name;
   std::mt19937_64 rng;  // the standard fixes its output for a seed
   std::int64_t steps = 0;
+  std::int64_t total_steps = 0;  // over every episode
   std::string error;
   std::vector<double> low, high;  // kept alive for spec()
 };
@@ -188,6 +190,7 @@ int Reset(void* handle, const std::uint64_t* seed, void* observation) {
 int Step(void* handle, const void* action, void* observation, rlswarm_step_result* result) {
   TestEnv* env = Env(handle);
   ++env->steps;
+  ++env->total_steps;
   if (env->kind == "continuous") {
     const auto* a = static_cast<const float*>(action);
     const double obs[2] = {a[0], a[1]};
@@ -201,7 +204,10 @@ int Step(void* handle, const void* action, void* observation, rlswarm_step_resul
     result->reward = static_cast<float>(a);
     return 0;
   }
-  if (env->kind == "step_fails" && env->steps == env->config.value("at", 3)) {
+  const bool fails_now = env->config.contains("at_total")
+                             ? env->total_steps == env->config.value("at_total", 0)
+                             : env->steps == env->config.value("at", 3);
+  if (env->kind == "step_fails" && fails_now) {
     const std::string fail = env->config.value("fail", "step");
     if (fail == "nan_reward") {
       result->reward = std::numeric_limits<float>::quiet_NaN();
