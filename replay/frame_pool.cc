@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cstring>
 #include <functional>
+#include <new>
 #include <string_view>
 
 #include "common/errors.h"
@@ -61,40 +62,52 @@ std::uint64_t FramePool::Hash(const std::byte* frame, std::size_t bytes) {
       std::string_view(reinterpret_cast<const char*>(frame), bytes));
 }
 
+// Whatever throws here (a chunk's allocation or copy-on-write copy, the
+// vectors' growth) throws before the pool changes, so a failed Acquire
+// leaves nothing to undo; Release never allocates (free_ keeps room for
+// every id), so undoing acquired frames cannot fail.
 FrameId FramePool::Acquire(const std::byte* frame, std::uint64_t hash) {
-  ++acquired_;
   const std::size_t bytes = frame_bytes();
   if (const auto it = index_.find(hash); it != index_.end()) {
     if (std::memcmp(Frame(it->second), frame, bytes) == 0) {
       ++references_[it->second];
+      ++acquired_;
       return it->second;
     }
   }
-  FrameId id;
-  if (!free_.empty()) {
-    id = free_.back();
+  const bool reuse = !free_.empty();
+  // Cannot run out: every live item holds at most frames_per_item frames
+  // and the pool addresses capacity * frames_per_item.
+  assert(reuse || static_cast<std::int64_t>(references_.size()) < max_frames_);
+  const FrameId id = reuse ? free_.back() : static_cast<FrameId>(references_.size());
+  std::byte* row = store_.MutableRow(0, id);
+  if (reuse) {
     free_.pop_back();
   } else {
-    // Cannot run out: every live item holds at most frames_per_item frames
-    // and the pool addresses capacity * frames_per_item.
-    assert(static_cast<std::int64_t>(references_.size()) < max_frames_);
-    id = static_cast<FrameId>(references_.size());
+    free_.reserve(references_.size() + 1);
+    hashes_.reserve(references_.size() + 1);
     references_.push_back(0);
     hashes_.push_back(0);
   }
-  std::memcpy(store_.MutableRow(0, id), frame, bytes);
+  std::memcpy(row, frame, bytes);
   references_[id] = 1;
   ++live_;
   ++stored_;
-  // A different frame with the same hash keeps the index entry: this one is
-  // stored unindexed (never merged, just not found by later equal frames).
+  ++acquired_;
   Index(id, hash);
   return id;
 }
 
 void FramePool::Index(FrameId id, std::uint64_t hash) {
   hashes_[id] = hash;
-  index_.try_emplace(hash, id);
+  // A different frame with the same hash keeps the index entry: this one is
+  // stored unindexed (never merged, just not found by later equal frames).
+  // Without memory for the entry it stays unindexed too: later equal
+  // frames are then stored again, which costs memory, not correctness.
+  try {
+    index_.try_emplace(hash, id);
+  } catch (const std::bad_alloc&) {
+  }
 }
 
 void FramePool::Release(FrameId id) {
@@ -126,6 +139,7 @@ void FramePool::RestoreFrame(FrameId id, std::span<const std::byte> frame) {
                           std::to_string(frame_bytes()) + " bytes");
   }
   if (restored_.size() <= id) restored_.resize(id + std::size_t{1}, false);
+  if (restored_[id]) throw DataLoss("frame pool: frame " + std::to_string(id) + " appears twice");
   restored_[id] = true;
   std::memcpy(store_.MutableRow(0, id), frame.data(), frame.size());
 }

@@ -65,9 +65,10 @@ class FramePool {
   static std::uint64_t Hash(const std::byte* frame, std::size_t bytes);
 
   // The id of a frame with these bytes, with one more reference: an equal
-  // frame already stored, or a copy of this one.
+  // frame already stored, or a copy of this one. If it throws (no memory),
+  // the pool is unchanged.
   FrameId Acquire(const std::byte* frame, std::uint64_t hash);
-  // Drops one reference; frees the frame when it was the last.
+  // Drops one reference; frees the frame when it was the last. Never throws.
   void Release(FrameId id);
   const std::byte* Frame(FrameId id) const { return store_.Row(0, id); }
 
@@ -88,8 +89,8 @@ class FramePool {
   // Restoring into a pool nothing has used: RestoreFrame() writes frame
   // `id`; FinishRestore() then counts `references` (every live item's
   // frame ids) and indexes the referenced frames. Throws InvalidArgument
-  // for an id out of range, and DataLoss if a reference names a frame that
-  // was not restored.
+  // for an id out of range, and DataLoss for an id restored twice or a
+  // reference to a frame that was not restored.
   void RestoreFrame(FrameId id, std::span<const std::byte> frame);
   void FinishRestore(std::span<const FrameId> references);
 

@@ -222,7 +222,25 @@ void Table::InsertLocked(PreparedInsert& insert) {
     max_priority_ = std::max(max_priority_, priority);
     insert.keys[i] = store_.MakeKey(seq, slot);
   }
-  CopyFieldsLocked(insert);
+  try {
+    acquired_frames_.clear();
+    acquired_frames_.reserve(static_cast<std::size_t>(insert.n * frame_layout_.frames_per_item));
+    CopyFieldsLocked(insert);
+  } catch (...) {
+    // Out of memory mid-batch (a chunk's allocation or copy-on-write copy):
+    // the batch is not stored. Its slots go back without releasing what
+    // their rows hold (stale or partial ids); the frames acquired for it are
+    // released one by one. Items evicted for it stay evicted.
+    if (frames_) {
+      for (const FrameId id : acquired_frames_) frames_->Release(id);
+    }
+    for (std::int64_t i = 0; i < insert.n; ++i) {
+      histogram_.Remove(store_.Meta(insert_slots_[i]).priority);
+      selector_->Remove(insert_slots_[i]);
+      store_.Free(insert_slots_[i]);
+    }
+    throw;
+  }
   max_policy_version_ = std::max(max_policy_version_, insert.policy_version);
   limiter_.OnInserts(insert.n);
   counters_.inserted += insert.n;
@@ -274,6 +292,7 @@ void Table::CopyFramesLocked(const PreparedInsert& insert, std::size_t f) {
         insert.frame_hashes.data() + i * frame_layout_.frames_per_item + first_hash;
     for (std::int64_t j = 0; j < frames; ++j) {
       ids[j] = frames_->Acquire(item + j * frame_bytes, hashes[j]);
+      acquired_frames_.push_back(ids[j]);
     }
   }
 }
@@ -522,6 +541,7 @@ TableSnapshot::TableSnapshot(TableSnapshot&& other) noexcept
     : table_(std::exchange(other.table_, nullptr)),
       state_(std::move(other.state_)),
       columns_(std::move(other.columns_)),
+      frames_(std::move(other.frames_)),
       slot_bits_(other.slot_bits_) {}
 
 TableSnapshot::~TableSnapshot() {
@@ -529,6 +549,7 @@ TableSnapshot::~TableSnapshot() {
   // Drop the chunk references first, outside the table lock: chunks that
   // writers replaced meanwhile are freed here, by the checkpoint thread.
   columns_ = ColumnStore::Snapshot();
+  frames_ = ColumnStore::Snapshot();
   table_->ReleaseSnapshot();
 }
 

@@ -216,6 +216,8 @@ class Table {
   PriorityHistogram histogram_ RLSWARM_GUARDED_BY(mu_);             // of the live items
   std::vector<std::int64_t> drawn_slots_ RLSWARM_GUARDED_BY(mu_);   // SampleLocked's scratch
   std::vector<std::int64_t> insert_slots_ RLSWARM_GUARDED_BY(mu_);  // InsertLocked's scratch
+  // The frame ids an insert acquired so far, to release if it fails.
+  std::vector<FrameId> acquired_frames_ RLSWARM_GUARDED_BY(mu_);
 
   WaiterId next_waiter_id_ RLSWARM_GUARDED_BY(mu_) = 1;
   std::list<InsertWaiter> insert_waiters_ RLSWARM_GUARDED_BY(mu_);

@@ -333,8 +333,9 @@ def make_vector_env(gym, args, kwargs):
             try:
                 return gym.make_vec(args.gym_id, num_envs=args.num_envs, vectorization_mode=mode,
                                     **dict(kwargs, autoreset_mode=autoreset))
-            except ValueError:
-                if autoreset != gym.vector.AutoresetMode.DISABLED:
+            except ValueError as e:
+                if (autoreset != gym.vector.AutoresetMode.DISABLED
+                        or "autoreset" not in str(e).lower()):
                     raise
             # A vector env of its own without the disabled mode (ale-py's):
             # same_step instead. The C++ side still resets every finished env
@@ -431,10 +432,8 @@ class Worker:
         if seeded and self.autoreset == "disabled" and not self.per_env_seeds:
             # Per-episode seeding: each env's own seed, as the masked resets
             # of later episodes give them. A vector env of its own derives
-            # its envs' seeds from one int on a full reset, so a masked reset
-            # of every env follows it (ale-py's masked resets need a full one
-            # first).
-            self.env.reset(seed=self.seed_argument())
+            # its envs' seeds from one int on a plain full reset; a reset with
+            # every env masked takes one seed per env.
             mask = self.np.ones(self.n, dtype=bool)
             obs, _ = self.env.reset(seed=self.seed_argument(mask), options={"reset_mask": mask})
         else:
@@ -493,9 +492,13 @@ class Worker:
         if not 0 <= index < self.n:
             raise WorkerError(ENV_ERROR, f"render: no env {index} of {self.n}")
         if self.args.render_from_observations:
+            # The newest frame of a stack: [stack, H, W] (grayscale) or
+            # [stack, H, W, 3] (RGB); a trailing channel of 1 is grayscale.
             frame = self.observations[index]
-            while frame.ndim > 2 and frame.shape[-1] not in (3, 4):
-                frame = frame[-1]  # the newest frame of a stack [stack, H, W]
+            if frame.ndim >= 3 and frame.shape[-1] == 1:
+                frame = frame[..., 0]
+            while frame.ndim > 3 or (frame.ndim == 3 and frame.shape[-1] not in (3, 4)):
+                frame = frame[-1]
         elif hasattr(self.env, "envs"):
             frame = self.env.envs[index].render()
         else:

@@ -387,7 +387,10 @@ LoadedCheckpoint Checkpointer::Load(const Candidate& candidate, const TableOptio
   if (saved.frame_fields != options.frame_fields) {
     throw FailedPrecondition("checkpoint " + path + " holds table '" + saved.name +
                              "' with frame fields " + json(saved.frame_fields).dump() +
-                             "; the table to restore has " + json(options.frame_fields).dump());
+                             "; the table to restore has " + json(options.frame_fields).dump() +
+                             " (rlswarm's replay.frame_sharing decides them: a checkpoint "
+                             "written before frames were shared restores with frame_sharing "
+                             "off)");
   }
   if (saved.signature != options.signature || saved.capacity != options.capacity ||
       saved.selector.kind != options.selector.kind) {
