@@ -181,6 +181,26 @@ TEST(FramePoolTest, FramesWithTheSameHashButOtherBytesAreNeverMerged) {
   EXPECT_EQ(pool.Acquire(reinterpret_cast<const std::byte*>(a.data()), same_hash), ia);
 }
 
+TEST(FramePoolTest, ARestoreRefusesAFrameTwiceAndAReferenceToAFrameItLacks) {
+  const auto a = StreamFrame(2, 0);
+  const auto bytes = std::as_bytes(std::span(a));
+  FramePool twice(kFrameBytes, 100, 4);
+  twice.RestoreFrame(7, bytes);
+  EXPECT_THROW(twice.RestoreFrame(7, bytes), DataLoss);
+  EXPECT_THROW(twice.RestoreFrame(100, bytes), InvalidArgument);  // out of range
+  FramePool missing(kFrameBytes, 100, 4);
+  missing.RestoreFrame(7, bytes);
+  const std::vector<FrameId> references = {7, 7, 8};
+  EXPECT_THROW(missing.FinishRestore(references), DataLoss);
+  FramePool restored(kFrameBytes, 100, 4);
+  restored.RestoreFrame(7, bytes);
+  const std::vector<FrameId> held = {7, 7};
+  restored.FinishRestore(held);
+  EXPECT_EQ(restored.live_frames(), 1);
+  const auto* p = reinterpret_cast<const std::byte*>(a.data());
+  EXPECT_EQ(restored.Acquire(p, FramePool::Hash(p, kFrameBytes)), 7u);  // indexed again
+}
+
 TEST(FrameLayoutTest, BadFrameFieldsAreRejectedNamingTheField) {
   TableOptions options = FrameOptions(10);
   options.frame_fields = {"observation", "missing"};
