@@ -196,27 +196,34 @@ TEST_F(LaunchTest, CartPoleFromACPluginIsSolvedByTheShippedConfig) {
 
 // A plugin env whose step fails (each of the two envs once, at its 1500th
 // step: two failures in a row, one fewer than ends an actor) is counted, the
-// envs are reset and the run goes on.
+// envs are reset and the run goes on, in both launch modes (in processes
+// mode the actor process does it itself; its log is its own file).
 TEST_F(LaunchTest, APluginEnvThatFailsIsRestartedAndTheRunGoesOn) {
-  const fs::path run = fs::path(dir_) / "run";
-  auto launch = Launch({CartPole(), "--run-dir", run.string(), "launch.mode=embedded",
-                        std::string("env.name=plugin:") + RLSWARM_TEST_PLUGIN + ":step_fails",
-                        R"(env.kwargs={"fail": "step", "at_total": 1500, "max_episode_steps": 50})",
-                        "env.num_envs=2", "launch.max_wall_time_s=20", "launch.target_return=1e9",
-                        "launch.episode_return_bound=1e9", "launch.metrics_port=0"},
-                       "launch.log");
-  const auto code = launch->Wait(120s);
-  ASSERT_TRUE(code.has_value()) << launch->Log();
-  EXPECT_EQ(*code, 0) << launch->Log();
-  const std::string log = ReadText(run / "logs" / "launch.log");
-  EXPECT_NE(log.find("env failure (1 in a row)"), std::string::npos) << log;
-  EXPECT_NE(log.find("env failure (2 in a row)"), std::string::npos) << log;
-  EXPECT_EQ(log.find("env failure (3 in a row)"), std::string::npos) << log;
-  EXPECT_NE(log.find("simulated failure"), std::string::npos) << log;
-  EXPECT_NE(log.find("envs restarted"), std::string::npos) << log;
-  // It kept acting after the failures: well past 1500 steps per env.
-  EXPECT_GT(ReadJson(run / "summary.json")["env_steps"].get<std::int64_t>(), 2 * 3000)
-      << launch->Log();
+  for (const std::string mode : {"embedded", "processes"}) {
+    SCOPED_TRACE(mode);
+    const fs::path run = fs::path(dir_) / ("run-" + mode);
+    auto launch =
+        Launch({CartPole(), "--run-dir", run.string(), "launch.mode=" + mode,
+                std::string("env.name=plugin:") + RLSWARM_TEST_PLUGIN + ":step_fails",
+                R"(env.kwargs={"fail": "step", "at_total": 1500, "max_episode_steps": 50})",
+                "env.num_envs=2", "launch.max_wall_time_s=20", "launch.target_return=1e9",
+                "launch.episode_return_bound=1e9", "launch.metrics_port=0"},
+               "launch-" + mode + ".log");
+    const auto code = launch->Wait(120s);
+    ASSERT_TRUE(code.has_value()) << launch->Log();
+    EXPECT_EQ(*code, 0) << launch->Log();
+    std::string log;
+    for (const auto& f : fs::directory_iterator(run / "logs")) log += ReadText(f.path());
+    EXPECT_NE(log.find("env failure (1 in a row)"), std::string::npos) << log;
+    EXPECT_NE(log.find("env failure (2 in a row)"), std::string::npos) << log;
+    EXPECT_EQ(log.find("env failure (3 in a row)"), std::string::npos) << log;
+    EXPECT_NE(log.find("simulated failure"), std::string::npos) << log;
+    EXPECT_NE(log.find("envs restarted"), std::string::npos) << log;
+    const Json summary = ReadJson(run / "summary.json");
+    EXPECT_EQ(summary["restarts"], 0) << summary.dump(2);  // no actor process was lost
+    // It kept acting after the failures: well past 1500 steps per env.
+    EXPECT_GT(summary["env_steps"].get<std::int64_t>(), 2 * 3000) << launch->Log();
+  }
 }
 
 // A plugin that cannot be loaded stops the launch before anything starts,
