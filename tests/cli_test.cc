@@ -103,6 +103,13 @@ TEST(CliTest, EnvsDescribesANamedPluginAndNamesOneThatCannotLoad) {
   EXPECT_EQ(specs[0]["observation"]["shape"], nlohmann::json({4}));
   EXPECT_EQ(specs[0]["action"]["n"], 2);
   EXPECT_EQ(specs[0]["max_episode_steps"], 500);
+  // Evaluated like the built-in CartPole it reimplements: the same episodes.
+  const auto ours =
+      Json("evaluate --env " + plugin + " --policy random --episodes 5 --seed 3 --json");
+  const auto theirs =
+      Json("evaluate --env CartPole-v1 --policy random --episodes 5 --seed 3 --json");
+  EXPECT_EQ(ours["mean_return"], theirs["mean_return"]);
+  EXPECT_EQ(ours["mean_length"], theirs["mean_length"]);
   const CommandResult missing = Rlswarm("envs plugin:/no/such/env.so");
   EXPECT_EQ(missing.exit_code, 2) << missing.out;
   EXPECT_NE(missing.out.find("/no/such/env.so"), std::string::npos) << missing.out;
