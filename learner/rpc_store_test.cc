@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -193,8 +194,15 @@ bool AcceptsAConnection(uint16_t port, std::chrono::milliseconds timeout) {
   address.sin_port = htons(port);
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   bool accepted = false;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      ::listen(fd, 1) == 0) {
+  // The server that had the port closes its listener on ZeroMQ's I/O thread,
+  // a moment after it returned: until then the port is still in use.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int bound = -1;
+  while ((bound = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address))) != 0 &&
+         errno == EADDRINUSE && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (bound == 0 && ::listen(fd, 1) == 0) {
     pollfd waiting{fd, POLLIN, 0};
     if (::poll(&waiting, 1, static_cast<int>(timeout.count())) == 1) {
       const int peer = ::accept(fd, nullptr, nullptr);

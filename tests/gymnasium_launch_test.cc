@@ -211,7 +211,7 @@ TEST_F(GymnasiumLaunchTest, AnEnvThatRaisesIsRestartedAndTheRunGoesOn) {
   const std::string log = ReadText(run / "logs" / "launch.log");
   EXPECT_NE(log.find("env failure (1 in a row)"), std::string::npos) << log;
   EXPECT_NE(log.find("scripted failure in Faulty-v0"), std::string::npos) << log;
-  EXPECT_NE(log.find("envs restarted in a new worker"), std::string::npos) << log;
+  EXPECT_NE(log.find("envs restarted (a Gymnasium env in a new worker)"), std::string::npos) << log;
   const Json summary = ReadJson(run / "summary.json");
   EXPECT_EQ(summary["stop_reason"], "max_wall_time") << summary.dump(2);
   // More env steps than one worker's life: the envs ran on after the failure.
