@@ -51,6 +51,11 @@
 //             spin time / wall time (also counts the priority update);
 //             spin_ms_per_update > T when the spinning thread lost its core.
 //             Baseline: 1000 / T updates/s.
+//   gpu_speed_consumer_with_inserts: "feed" again while actors insert
+//             (a ReplayWriter on its own thread, batches of 64) at the rate
+//             a run at that pace has: B * 1000 / T / --samples-per-insert
+//             items/s (default ratio 8: Ape-X's, 12.8k items/s at batch 512
+//             and 5 ms); the shard serves both, as in a run.
 //
 // Figures are medians over --reps repetitions (the cases interleaved within
 // each, so a slow stretch of a shared machine hits them alike). The shard's
@@ -74,6 +79,7 @@
 #include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -440,6 +446,54 @@ double Prefill(const Shape& shape, const std::string& endpoint, std::int64_t ite
   return static_cast<double>(stats.items_acknowledged) / seconds;
 }
 
+// Actors inserting while the consumer samples: a ReplayWriter on a thread of
+// its own appending batches of kChunk items (an actor's writer_batch) paced
+// to `items_per_sec`, the rate a real run inserts at.
+class PacedInserter {
+ public:
+  PacedInserter(const Shape& shape, const std::string& endpoint, double items_per_sec)
+      : rows_(std::make_shared<const Rows>(shape, kChunk, 13)), writer_([&] {
+          replay::ReplayWriterOptions o;
+          o.endpoints = {endpoint};
+          o.signature = shape.signature;
+          o.max_batch_items = kChunk;
+          return o;
+        }()) {
+    thread_ = std::thread([this, items_per_sec] {
+      const auto period = std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(static_cast<double>(kChunk) / items_per_sec));
+      auto next = Clock::now();
+      while (!stop_.load()) {
+        writer_.AppendShared(rows_->batch(), rows_);
+        next += period;
+        std::this_thread::sleep_until(next);
+      }
+    });
+    start_ = Clock::now();
+  }
+  ~PacedInserter() { Stop(); }
+  // Stops appending; the items/s the shard acknowledged while it ran.
+  double Stop() {
+    if (thread_.joinable()) {
+      stop_ = true;
+      thread_.join();
+      writer_.Flush(std::chrono::seconds(10));
+      rate_ =
+          static_cast<double>(writer_.stats().items_acknowledged) / Seconds(Clock::now() - start_);
+    }
+    return rate_;
+  }
+
+ private:
+  static constexpr std::int64_t kChunk = 64;
+  std::shared_ptr<const Rows> rows_;
+  replay::ReplayWriter writer_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  Clock::time_point start_;
+  double rate_ = 0;
+};
+
 // Bytes of one sample reply's payloads and of one priority update's, as the
 // protocol encodes them (what the raw baseline moves).
 std::pair<std::size_t, std::size_t> WireBytes(const replay::SampledBatch& batch) {
@@ -663,8 +717,11 @@ Json MeasureLearner(Context& ctx, learner::DqnLearner& lrn) {
 // consumer's thread only spins. Without it (`inline`, what DqnLearner did
 // before), the batch is sampled on a std::async thread started after the
 // wait and the priority update goes out from the consumer's thread.
+// With insert_rate > 0, actors insert that many items/s throughout (a
+// PacedInserter): the shard serves the samples and the inserts together, as
+// in a run.
 Json MeasureGpuSpeedConsumer(Context& ctx, replay::ReplaySampler& sampler, double train_ms,
-                             bool feed_mode) {
+                             bool feed_mode, double insert_rate = 0) {
   struct Prefetched {
     replay::SampledBatch batch;
     double sample_ms = 0;
@@ -689,6 +746,8 @@ Json MeasureGpuSpeedConsumer(Context& ctx, replay::ReplaySampler& sampler, doubl
   };
   const auto train = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double, std::milli>(train_ms));
+  std::optional<PacedInserter> inserter;
+  if (insert_rate > 0) inserter.emplace(ctx.shape, ctx.shard.endpoint(), insert_rate);
   std::future<Prefetched> next = prefetch();
   next.wait();  // a warm start, as the learner's first update after others
   std::vector<double> sample_ms, update_ms;
@@ -723,8 +782,11 @@ Json MeasureGpuSpeedConsumer(Context& ctx, replay::ReplaySampler& sampler, doubl
   const double elapsed = Seconds(now - start);
   next.wait();  // the last prefetch and update, not counted
   feed.Drain();
+  const double inserted_per_sec = inserter ? inserter->Stop() : 0.0;
   const double n = static_cast<double>(updates);
-  return {{"case", "gpu_speed_consumer"},
+  return {{"case", insert_rate > 0 ? "gpu_speed_consumer_with_inserts" : "gpu_speed_consumer"},
+          {"insert_rate_target", insert_rate},
+          {"inserted_per_sec", inserted_per_sec},
           {"env", ctx.shape.name},
           {"batch", ctx.batch},
           {"priority_update_mode", feed_mode ? "feed" : "inline"},
@@ -769,6 +831,7 @@ struct Config {
   int reps = 3;
   double train_ms = 5.0;
   double sampler_gap_ms = 0;
+  double samples_per_insert = 8;  // the replay ratio the concurrent inserts stand for
   std::vector<std::string> cases;
 };
 
@@ -819,6 +882,11 @@ std::vector<Json> RunShape(const Shape& shape, const Config& cfg) {
       for (const bool feed_mode : {false, true}) {
         rows.push_back(MeasureGpuSpeedConsumer(ctx, sampler, cfg.train_ms, feed_mode));
       }
+      // The same feed while actors insert at the rate a run at this pace
+      // has: batch * (1000 / train_ms) sampled per second over the ratio.
+      const double run_insert_rate =
+          static_cast<double>(batch) * 1e3 / cfg.train_ms / cfg.samples_per_insert;
+      rows.push_back(MeasureGpuSpeedConsumer(ctx, sampler, cfg.train_ms, true, run_insert_rate));
     }
     per_row.resize(rows.size());
     for (std::size_t i = 0; i < rows.size(); ++i) per_row[i].push_back(rows[i]);
@@ -883,6 +951,10 @@ int main(int argc, char** argv) {
   app.add_option("--sampler-gap-ms", cfg.sampler_gap_ms,
                  "sampler: spin this long after each batch (latencies at a learner's pace)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--samples-per-insert", cfg.samples_per_insert,
+                 "gpu_speed_consumer_with_inserts: the run's replay ratio, which sets the "
+                 "insert rate (the consumer's sample rate over it)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--cases", cases_list, "sampler,learner,gpu_speed_consumer");
   app.add_option("--log-level", log_level, "spdlog level (stderr)");
   app.add_flag("--serve", serve, "Internal: serve one shard (stdin closes: exit)");
