@@ -180,7 +180,12 @@ class ConfigWriter {
     if (v.text.empty()) {
       out_ << YAML::Null;
     } else {
-      out_ << YAML::Flow << YAML::Load(v.text);
+      // The node's own style, not the YAML::Flow manipulator: a node does not
+      // use up a pending manipulator, which would then turn the next section
+      // into flow style.
+      YAML::Node node = YAML::Load(v.text);
+      node.SetStyle(YAML::EmitterStyle::Flow);
+      out_ << node;
     }
   }
   template <class T>

@@ -218,6 +218,14 @@ TEST(CliTest, PrintConfigShowsTheResolvedConfig) {
   EXPECT_NE(run.out.find("num_envs: 3"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("episodes: 11"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("name: CartPole-v1"), std::string::npos) << run.out;
+  // A map-valued key (env.kwargs) is one flow map; the sections after it stay
+  // one key a line, as tools that read run directories' config.yaml expect.
+  const CommandResult kwargs = Rlswarm(std::string("evaluate --config ") + RLSWARM_CONFIGS_DIR +
+                                       "/cartpole.yaml env.name=plugin:" + RLSWARM_CARTPOLE_PLUGIN +
+                                       " env.kwargs={\"a\":1} --print-config");
+  EXPECT_EQ(kwargs.exit_code, 0) << kwargs.out;
+  EXPECT_NE(kwargs.out.find("kwargs: {a: 1}"), std::string::npos) << kwargs.out;
+  EXPECT_NE(kwargs.out.find("\nlaunch:\n"), std::string::npos) << kwargs.out;
 }
 
 TEST(CliTest, LogLinesCarryTheRoleAndGoToStderr) {
