@@ -14,8 +14,15 @@
 #    "games", "seeds"}
 #
 #   bench/minatar.sh [--seeds N] [--first-seed K] [--games "breakout asterix ..."]
-#                    [--heldout-episodes N] [--binary PATH] [--keep DIR]
-#                    [section.key=value ...]
+#                    [--configs "FILE ..."] [--heldout-episodes N] [--binary PATH]
+#                    [--keep DIR] [section.key=value ...]
+#
+# --configs runs these config files instead of the games' (e.g. the built-in
+# MinAtar Breakout against the minatar package's through Gymnasium:
+# --configs "configs/minatar_breakout.yaml configs/gymnasium_minatar_breakout.yaml");
+# each result then also names its "config". Runs go seed by seed, every game
+# or config in turn within a seed, so a slow stretch of the machine hits them
+# alike.
 #
 # Keys that summary.json has are copied from it and mean what they mean there
 # (the greedy evaluations of the run, evaluate.seed fixed so every run is
@@ -51,12 +58,14 @@ heldout_episodes=1000
 games="breakout asterix freeway seaquest space_invaders"
 binary="${RLSWARM_BUILD_DIR:-$root/build}/rlswarm"
 keep=""
+configs=""
 overrides=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seeds) seeds="$2"; shift 2 ;;
     --first-seed) first_seed="$2"; shift 2 ;;
     --games) games="$2"; shift 2 ;;
+    --configs) configs="$2"; shift 2 ;;
     --heldout-episodes) heldout_episodes="$2"; shift 2 ;;
     --binary) binary="$2"; shift 2 ;;
     --keep) keep="$2"; shift 2 ;;
@@ -73,10 +82,16 @@ mkdir -p "$work"
 
 results="$work/results.jsonl"
 : >"$results"
-for game in $games; do
-  config="$root/configs/minatar_$game.yaml"
+if [ -z "$configs" ]; then
+  for game in $games; do configs+=" $root/configs/minatar_$game.yaml"; done
+fi
+for config in $configs; do
   [ -f "$config" ] || { echo "minatar.sh: no config $config" >&2; exit 1; }
-  for ((s = first_seed; s < first_seed + seeds; s++)); do
+done
+for ((s = first_seed; s < first_seed + seeds; s++)); do
+  for config in $configs; do
+    game=$(basename "$config" .yaml)
+    game=${game#minatar_}
     dir="$work/$game-seed-$s"
     loads="$work/$game-seed-$s.load"
     : >"$loads"
@@ -97,10 +112,10 @@ for game in $games; do
         --episodes "$heldout_episodes" --seed 1 --json 2>>"$dir.stderr" | tail -n 1 >"$heldout" || {
           echo "minatar.sh: evaluating $dir/policies/best failed; see $dir.stderr" >&2; trap - EXIT; exit 1; }
     fi
-    python3 - "$dir" "$s" "$loads" "$heldout" >>"$results" <<'PY'
+    python3 - "$dir" "$s" "$loads" "$heldout" "$config" >>"$results" <<'PY'
 import glob, json, math, os, sys
 
-run, seed, loads, heldout_path = sys.argv[1:5]
+run, seed, loads, heldout_path, config_file = sys.argv[1:6]
 heldout = json.load(open(heldout_path)) if os.path.exists(heldout_path) else None
 summary = json.load(open(f"{run}/summary.json"))
 evals = [json.loads(line) for line in open(f"{run}/evaluations.jsonl") if line.strip()]
@@ -128,6 +143,7 @@ target = key("launch", "target_return")
 at_1m = next((e["mean_return"] for e in evals
               if e.get("complete") and e["env_steps"] >= 1_000_000), None)
 print(json.dumps({
+    "config": os.path.relpath(config_file),
     "env": key("env", "name"),
     "seed": int(seed),
     "final_eval_mean_return": summary["final_eval_mean_return"],
@@ -150,8 +166,9 @@ PY
   done
 done
 
-python3 - "$results" "$games" "$seeds" <<'PY'
-import json, sys
+python3 - "$results" "$configs" "$seeds" <<'PY'
+import json, os, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-print(json.dumps({"results": rows, "games": sys.argv[2].split(), "seeds": int(sys.argv[3])}, indent=1))
+games = [os.path.basename(c)[:-len(".yaml")].removeprefix("minatar_") for c in sys.argv[2].split()]
+print(json.dumps({"results": rows, "games": games, "seeds": int(sys.argv[3])}, indent=1))
 PY
