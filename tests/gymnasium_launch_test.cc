@@ -54,6 +54,22 @@ class GymnasiumLaunchTest : public ::testing::Test {
     std::ifstream in(path);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
+  // Width and height from a PNG's IHDR (big-endian, at bytes 16 and 20);
+  // {0, 0} if the file cannot be read.
+  static std::pair<int, int> PngSize(const fs::path& path) {
+    std::ifstream png(path, std::ios::binary);
+    unsigned char header[24] = {};
+    if (!png.read(reinterpret_cast<char*>(header), sizeof(header))) return {0, 0};
+    const auto be32 = [&](int at) {
+      return (header[at] << 24) | (header[at + 1] << 16) | (header[at + 2] << 8) | header[at + 3];
+    };
+    return {be32(16), be32(20)};
+  }
+  static int CountFiles(const fs::path& dir) {
+    int files = 0;
+    for (const auto& f : fs::directory_iterator(dir)) files += f.is_regular_file();
+    return files;
+  }
   static std::string Config(const std::string& name) {
     return std::string(RLSWARM_CONFIGS_DIR) + "/" + name;
   }
@@ -100,21 +116,10 @@ TEST_F(GymnasiumLaunchTest, GymnasiumCartPoleSolvesInBothModesAndItsBestPolicyEv
     ASSERT_TRUE(record_code.has_value()) << record->Log();
     ASSERT_EQ(*record_code, 0) << record->Log();
     ASSERT_TRUE(fs::exists(frames / "episode-0000.gif")) << record->Log();
-    std::ifstream png(frames / "episode-0000" / "frame-00000.png", std::ios::binary);
-    ASSERT_TRUE(png.good()) << record->Log();
-    // The PNG header's IHDR: width and height, big-endian, at bytes 16 and 20.
-    unsigned char header[24] = {};
-    png.read(reinterpret_cast<char*>(header), sizeof(header));
-    const auto be32 = [&](int at) {
-      return (header[at] << 24) | (header[at + 1] << 16) | (header[at + 2] << 8) | header[at + 3];
-    };
-    EXPECT_EQ(be32(16), 600);
-    EXPECT_EQ(be32(20), 400);
+    EXPECT_EQ(PngSize(frames / "episode-0000" / "frame-00000.png"), std::make_pair(600, 400))
+        << record->Log();
     // Hundreds of frames: the policy balances the pole (>= 400 steps above).
-    int frame_files = 0;
-    for (const auto& f : fs::directory_iterator(frames / "episode-0000"))
-      frame_files += f.is_regular_file();
-    EXPECT_GE(frame_files, 300);
+    EXPECT_GE(CountFiles(frames / "episode-0000"), 300);
   }
 }
 
@@ -157,17 +162,9 @@ TEST_F(GymnasiumLaunchTest, PongLaunchesEvaluatesAndRecords) {
   const auto record_code = record->Wait(180s);
   ASSERT_TRUE(record_code.has_value()) << record->Log();
   ASSERT_EQ(*record_code, 0) << record->Log();
-  std::ifstream png(frames / "episode-0000" / "frame-00000.png", std::ios::binary);
-  ASSERT_TRUE(png.good()) << record->Log();
-  unsigned char header[24] = {};
-  png.read(reinterpret_cast<char*>(header), sizeof(header));
-  EXPECT_EQ(header[19], 84);  // IHDR width and height, big-endian: 84 x 84
-  EXPECT_EQ(header[23], 84);
-  int frame_files = 0;
-  for (const auto& f : fs::directory_iterator(frames / "episode-0000")) {
-    frame_files += f.is_regular_file();
-  }
-  EXPECT_GE(frame_files, 500);  // a whole game of Pong
+  EXPECT_EQ(PngSize(frames / "episode-0000" / "frame-00000.png"), std::make_pair(84, 84))
+      << record->Log();
+  EXPECT_GE(CountFiles(frames / "episode-0000"), 500);  // a whole game of Pong
 }
 
 TEST_F(GymnasiumLaunchTest, EnvsDescribesAGymnasiumEnvAsTheActorsWouldMakeIt) {
