@@ -15,6 +15,7 @@ FrameLayout FrameLayout::Make(const Signature& signature, std::span<const std::s
                               const std::string& table) {
   FrameLayout layout;
   layout.frames_per_field.assign(signature.fields.size(), 0);
+  layout.first_frame_of_field.assign(signature.fields.size(), 0);
   const FieldSpec* first = nullptr;
   for (const std::string& name : frame_fields) {
     const std::string where = "table '" + table + "': frame field '" + name + "'";
@@ -39,6 +40,10 @@ FrameLayout FrameLayout::Make(const Signature& signature, std::span<const std::s
     layout.frames_per_field[static_cast<std::size_t>(index)] = field.shape[0];
     layout.frames_per_item += field.shape[0];
     layout.frame_bytes = field.ItemBytes() / static_cast<std::size_t>(field.shape[0]);
+  }
+  for (std::size_t f = 1; f < layout.frames_per_field.size(); ++f) {
+    layout.first_frame_of_field[f] =
+        layout.first_frame_of_field[f - 1] + layout.frames_per_field[f - 1];
   }
   return layout;
 }

@@ -44,8 +44,11 @@ using FrameId = std::uint32_t;
 // frames of shape frame... and the field's dtype.
 struct FrameLayout {
   std::vector<std::int64_t> frames_per_field;  // per signature field; 0: stored inline
-  std::size_t frame_bytes = 0;                 // 0: no frame-stacked field
-  std::int64_t frames_per_item = 0;            // summed over the fields
+  // Per field: how many frames of an item come before its own, in field
+  // order (where a field's frames start among an item's frame hashes).
+  std::vector<std::int64_t> first_frame_of_field;
+  std::size_t frame_bytes = 0;       // 0: no frame-stacked field
+  std::int64_t frames_per_item = 0;  // summed over the fields
 
   // Throws InvalidArgument naming the table and the field if a name is not
   // a field, is listed twice, has fewer than 2 dimensions, or if the

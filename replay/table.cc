@@ -282,14 +282,12 @@ void Table::CopyFieldsLocked(const PreparedInsert& insert) {
 void Table::CopyFramesLocked(const PreparedInsert& insert, std::size_t f) {
   const std::size_t frame_bytes = frame_layout_.frame_bytes;
   const std::int64_t frames = frame_layout_.frames_per_field[f];
-  std::int64_t first_hash = 0;  // of field f within an item's hashes
-  for (std::size_t g = 0; g < f; ++g) first_hash += frame_layout_.frames_per_field[g];
   for (std::int64_t i = 0; i < insert.n; ++i) {
     auto* ids = reinterpret_cast<FrameId*>(
         store_.columns().MutableRow(ItemStore::FieldColumn(f), insert_slots_[i]));
     const std::byte* item = insert.fields[f] + static_cast<std::size_t>(i * frames) * frame_bytes;
-    const std::uint64_t* hashes =
-        insert.frame_hashes.data() + i * frame_layout_.frames_per_item + first_hash;
+    const std::uint64_t* hashes = insert.frame_hashes.data() + i * frame_layout_.frames_per_item +
+                                  frame_layout_.first_frame_of_field[f];
     for (std::int64_t j = 0; j < frames; ++j) {
       ids[j] = frames_->Acquire(item + j * frame_bytes, hashes[j]);
       acquired_frames_.push_back(ids[j]);

@@ -186,6 +186,8 @@ class Table {
   // Gathers field `field` of the items in drawn_slots_[0, n) into `out`.
   void GatherFieldLocked(std::size_t field, std::int64_t n, std::byte* out) const
       RLSWARM_REQUIRES(mu_);
+  // TableInfo::storage_bytes.
+  std::size_t StorageBytesLocked() const RLSWARM_REQUIRES(mu_);
   // The frame ids an item's row of frame-stacked field `field` holds.
   std::span<const FrameId> FrameIdsLocked(std::size_t field, std::int64_t slot) const
       RLSWARM_REQUIRES(mu_);

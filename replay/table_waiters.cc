@@ -344,7 +344,7 @@ TableInfo Table::Info() const {
     info.next_key_seq = next_seq_;
     info.total_weight = selector_->TotalWeight();
     info.chunks_copied = store_.columns().chunks_copied();
-    info.storage_bytes = store_.columns().allocated_bytes();
+    info.storage_bytes = StorageBytesLocked();
     if (frames_) {
       info.chunks_copied += frames_->chunks_copied();
       info.frames = {.live = frames_->live_frames(),
@@ -352,7 +352,6 @@ TableInfo Table::Info() const {
                      .stored = frames_->stored(),
                      .frame_bytes = frames_->frame_bytes(),
                      .memory_bytes = frames_->memory_bytes()};
-      info.storage_bytes += info.frames.memory_bytes;
     }
     info.closed = closed_;
   }
@@ -361,11 +360,14 @@ TableInfo Table::Info() const {
   return info;
 }
 
+std::size_t Table::StorageBytesLocked() const {
+  return store_.columns().allocated_bytes() + (frames_ ? frames_->memory_bytes() : 0);
+}
+
 TableTotals Table::Totals() const {
   MutexLock lock(mu_);
   return {limiter_.counts().inserts, limiter_.counts().samples, store_.size(),
-          selector_->TotalWeight(),
-          store_.columns().allocated_bytes() + (frames_ ? frames_->memory_bytes() : 0)};
+          selector_->TotalWeight(), StorageBytesLocked()};
 }
 
 }  // namespace rlswarm::replay

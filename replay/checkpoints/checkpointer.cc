@@ -278,6 +278,26 @@ void Checkpointer::Prune(std::int64_t newest) {
 
 namespace {
 
+// Reads `rows` rows of `width` bytes at `offset` of `data`, at most
+// `buffer_bytes` a call, handing each run to on_rows(first_row, n, bytes);
+// throws DataLoss naming `section` unless their CRC-32C is `expected_crc`.
+template <class OnRows>
+void ReadSection(ReadableFile& data, const std::string& section, std::uint64_t offset,
+                 std::uint64_t rows, std::size_t width, std::size_t buffer_bytes,
+                 std::uint32_t expected_crc, OnRows&& on_rows) {
+  const std::uint64_t rows_per_read = std::max<std::uint64_t>(1, buffer_bytes / width);
+  std::vector<std::byte> buffer;
+  std::uint32_t crc = 0;
+  for (std::uint64_t row = 0; row < rows; row += rows_per_read) {
+    const std::uint64_t n = std::min(rows_per_read, rows - row);
+    buffer.resize(n * width);
+    data.ReadAt(offset + row * width, buffer);
+    crc = Crc32cExtend(crc, buffer);
+    on_rows(row, n, std::span<const std::byte>(buffer));
+  }
+  if (crc != expected_crc) throw DataLoss("section '" + section + "': checksum mismatch");
+}
+
 // Reads section "frames" (at `offset`, the data file's last) into `table`.
 void RestoreFrames(ReadableFile& data, const json& section, std::uint64_t offset,
                    std::size_t buffer_bytes, Table& table) {
@@ -296,27 +316,19 @@ void RestoreFrames(ReadableFile& data, const json& section, std::uint64_t offset
   } catch (const json::exception& e) {
     throw DataLoss(std::string("manifest: ") + e.what());
   }
-  const std::uint64_t rows = bytes / width;
-  const std::uint64_t rows_per_read = std::max<std::uint64_t>(1, buffer_bytes / width);
-  std::vector<std::byte> buffer;
-  std::uint32_t crc = 0;
-  for (std::uint64_t row = 0; row < rows; row += rows_per_read) {
-    const std::uint64_t n = std::min(rows_per_read, rows - row);
-    buffer.resize(n * width);
-    data.ReadAt(offset + row * width, buffer);
-    crc = Crc32cExtend(crc, buffer);
-    for (std::uint64_t i = 0; i < n; ++i) {
-      FrameId id;
-      std::memcpy(&id, buffer.data() + i * width, sizeof(FrameId));
-      try {
-        table.RestoreFrame(
-            id, std::span(buffer).subspan(i * width + sizeof(FrameId), width - sizeof(FrameId)));
-      } catch (const InvalidArgument& e) {
-        throw DataLoss(std::string("section 'frames': ") + e.what());
-      }
-    }
-  }
-  if (crc != expected_crc) throw DataLoss("section 'frames': checksum mismatch");
+  ReadSection(data, kFramesSection, offset, bytes / width, width, buffer_bytes, expected_crc,
+              [&](std::uint64_t, std::uint64_t n, std::span<const std::byte> buffer) {
+                for (std::uint64_t i = 0; i < n; ++i) {
+                  FrameId id;
+                  std::memcpy(&id, buffer.data() + i * width, sizeof(FrameId));
+                  try {
+                    table.RestoreFrame(
+                        id, buffer.subspan(i * width + sizeof(FrameId), width - sizeof(FrameId)));
+                  } catch (const InvalidArgument& e) {
+                    throw DataLoss(std::string("section 'frames': ") + e.what());
+                  }
+                }
+              });
 }
 
 }  // namespace
@@ -436,7 +448,6 @@ LoadedCheckpoint Checkpointer::Load(const Candidate& candidate, const TableOptio
   slots.reserve(rows);
   std::vector<bool> used(merged.capacity, false);
   std::uint64_t previous_seq = 0;
-  std::vector<std::byte> buffer;
   std::uint64_t offset = 0;
   for (std::size_t c = 0; c < names.size(); ++c) {
     const json& section = sections[c];
@@ -458,35 +469,31 @@ LoadedCheckpoint Checkpointer::Load(const Candidate& candidate, const TableOptio
     if (width != expected_width || bytes != rows * width) {
       throw DataLoss("manifest: section '" + names[c] + "' has the wrong size");
     }
-    const std::uint64_t rows_per_read = std::max<std::uint64_t>(1, options_.buffer_bytes / width);
-    std::uint32_t crc = 0;
-    for (std::uint64_t row = 0; row < rows; row += rows_per_read) {
-      const std::uint64_t n = std::min(rows_per_read, rows - row);
-      buffer.resize(n * width);
-      data->ReadAt(offset + row * width, buffer);
-      crc = Crc32cExtend(crc, buffer);
-      for (std::uint64_t i = 0; c == kMetaColumn && i < n; ++i) {
-        // Distinct slots in range, sequences increasing and below next_seq,
-        // priorities finite and >= 0: checked before the rows are written.
-        ItemMeta meta;
-        std::memcpy(&meta, buffer.data() + i * sizeof(ItemMeta), sizeof(ItemMeta));
-        const std::uint64_t seq = meta.key >> slot_bits;
-        const auto slot =
-            static_cast<std::int64_t>(meta.key & ((std::uint64_t{1} << slot_bits) - 1));
-        if (slot >= merged.capacity || used[slot] || seq <= previous_seq || seq >= state.next_seq) {
-          throw DataLoss("section 'meta': key " + std::to_string(meta.key) + " is invalid");
-        }
-        if (!std::isfinite(meta.priority) || meta.priority < 0) {
-          throw DataLoss("section 'meta': priority " + std::to_string(meta.priority) +
-                         " is not finite and >= 0");
-        }
-        used[slot] = true;
-        previous_seq = seq;
-        slots.push_back(slot);
-      }
-      table->RestoreRows(c, std::span(slots).subspan(row, n), buffer);
-    }
-    if (crc != expected_crc) throw DataLoss("section '" + names[c] + "': checksum mismatch");
+    ReadSection(
+        *data, names[c], offset, rows, width, options_.buffer_bytes, expected_crc,
+        [&](std::uint64_t row, std::uint64_t n, std::span<const std::byte> buffer) {
+          for (std::uint64_t i = 0; c == kMetaColumn && i < n; ++i) {
+            // Distinct slots in range, sequences increasing and below next_seq,
+            // priorities finite and >= 0: checked before the rows are written.
+            ItemMeta meta;
+            std::memcpy(&meta, buffer.data() + i * sizeof(ItemMeta), sizeof(ItemMeta));
+            const std::uint64_t seq = meta.key >> slot_bits;
+            const auto slot =
+                static_cast<std::int64_t>(meta.key & ((std::uint64_t{1} << slot_bits) - 1));
+            if (slot >= merged.capacity || used[slot] || seq <= previous_seq ||
+                seq >= state.next_seq) {
+              throw DataLoss("section 'meta': key " + std::to_string(meta.key) + " is invalid");
+            }
+            if (!std::isfinite(meta.priority) || meta.priority < 0) {
+              throw DataLoss("section 'meta': priority " + std::to_string(meta.priority) +
+                             " is not finite and >= 0");
+            }
+            used[slot] = true;
+            previous_seq = seq;
+            slots.push_back(slot);
+          }
+          table->RestoreRows(c, std::span(slots).subspan(row, n), buffer);
+        });
     offset += bytes;
   }
   if (layout.any()) RestoreFrames(*data, sections.back(), offset, options_.buffer_bytes, *table);
