@@ -311,7 +311,6 @@ def make_vector_env(gym, args, kwargs):
     """The vector env; sets args.render_from_observations when a vector env of
     its own refused render_mode (ale-py's): render() then draws the newest
     frame of the observation, what the agent sees."""
-    vector_kwargs = {}
     mode = args.vectorization_mode
     if mode is None:
         # make_vec's default, except that a requested autoreset mode needs a
@@ -319,14 +318,19 @@ def make_vector_env(gym, args, kwargs):
         has_own = gym.spec(args.gym_id).vector_entry_point is not None
         mode = "vector_entry_point" if has_own and not args.autoreset_mode else "sync"
     args.render_from_observations = False
-    if mode == "vector_entry_point" and "render_mode" in kwargs:
-        try:
-            gym.make_vec(args.gym_id, num_envs=1, vectorization_mode=mode, **kwargs).close()
-        except TypeError as e:
-            if "render_mode" not in str(e):
-                raise
-            kwargs = {k: v for k, v in kwargs.items() if k != "render_mode"}
-            args.render_from_observations = True
+    try:
+        return make_vector_env_in_mode(gym, args, mode, kwargs)
+    except TypeError as e:
+        if (mode != "vector_entry_point" or "render_mode" not in kwargs
+                or "render_mode" not in str(e)):
+            raise
+    args.render_from_observations = True
+    kwargs = {k: v for k, v in kwargs.items() if k != "render_mode"}
+    return make_vector_env_in_mode(gym, args, mode, kwargs)
+
+
+def make_vector_env_in_mode(gym, args, mode, kwargs):
+    vector_kwargs = {}
     if args.autoreset_mode:
         autoreset = gym.vector.AutoresetMode[args.autoreset_mode.upper()]
         if mode == "vector_entry_point":
