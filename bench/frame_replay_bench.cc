@@ -56,7 +56,7 @@ std::int64_t ResidentBytes() {
 struct Mode {
   std::string name;
   std::vector<std::string> frame_fields;
-  std::int64_t rss_before = 0;
+  std::int64_t rss_grown = 0;  // resident bytes grown while building and filling it
   std::optional<replay::Table> table;
   double insert_seconds = 0;
 };
@@ -64,7 +64,7 @@ struct Mode {
 // Inserts the ready transitions into every mode's table, timing each and
 // adding the resident memory it grew by; returns how many.
 std::int64_t InsertReady(const replay::TransitionColumns& ready, const envs::EnvSpec& spec,
-                         std::vector<Mode>& modes, std::int64_t* rss_grown) {
+                         std::vector<Mode>& modes) {
   const std::int64_t n = ready.size();
   std::vector<std::int64_t> obs_shape = {n};
   obs_shape.insert(obs_shape.end(), spec.observation.shape.begin(), spec.observation.shape.end());
@@ -85,7 +85,7 @@ std::int64_t InsertReady(const replay::TransitionColumns& ready, const envs::Env
     const auto start = Clock::now();
     modes[m].table->Insert(items);
     modes[m].insert_seconds += std::chrono::duration<double>(Clock::now() - start).count();
-    rss_grown[m] += ResidentBytes() - before;
+    modes[m].rss_grown += ResidentBytes() - before;
   }
   return n;
 }
@@ -122,7 +122,6 @@ int main(int argc, char** argv) {
   modes[0].name = "frames_shared";
   modes[0].frame_fields = {replay::transition::kObservation, replay::transition::kNextObservation};
   modes[1].name = "inline";
-  std::int64_t rss_grown[2] = {0, 0};
   for (std::size_t m = 0; m < modes.size(); ++m) {
     replay::TableOptions options;
     options.name = modes[m].name;
@@ -132,7 +131,7 @@ int main(int argc, char** argv) {
     options.frame_fields = modes[m].frame_fields;
     const std::int64_t before = ResidentBytes();
     modes[m].table.emplace(options);
-    rss_grown[m] += ResidentBytes() - before;
+    modes[m].rss_grown += ResidentBytes() - before;
   }
 
   replay::NStepAccumulator n_step({.n = 3, .gamma = 0.99}, num_envs, obs_bytes,
@@ -151,7 +150,7 @@ int main(int argc, char** argv) {
     // for it (zeros: priorities do not matter here); they go in now.
     n_step.SetCurrentValues(zeros);
     if (n_step.ready().size() > 0) {
-      inserted += InsertReady(n_step.ready(), spec, modes, rss_grown);
+      inserted += InsertReady(n_step.ready(), spec, modes);
       n_step.ClearReady();
     }
     std::copy_n(env.observations(), observations.size(), observations.data());
@@ -192,7 +191,8 @@ int main(int argc, char** argv) {
         {{"mode", modes[m].name},
          {"items", info.size},
          {"bytes_per_item", bytes_per_item[m]},
-         {"rss_bytes_per_item", static_cast<double>(rss_grown[m]) / static_cast<double>(info.size)},
+         {"rss_bytes_per_item",
+          static_cast<double>(modes[m].rss_grown) / static_cast<double>(info.size)},
          {"frames_live", info.frames.live},
          {"frames_per_item",
           static_cast<double>(info.frames.live) / static_cast<double>(info.size)},
