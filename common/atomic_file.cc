@@ -11,53 +11,95 @@
 #include "common/errors.h"
 
 namespace rlswarm {
+
+void ThrowFileError(int errno_value, const std::string& what) {
+  const std::string message = what + ": " + std::strerror(errno_value);
+  switch (errno_value) {
+    case ENOSPC:
+    case EDQUOT:
+    case EFBIG:
+      throw ResourceExhausted(message);
+    case ENOENT:
+      throw NotFound(message);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      throw FailedPrecondition(message);
+    default:
+      throw Unavailable(message);
+  }
+}
+
+void WriteAll(int fd, std::span<const std::byte> data, const std::string& path) {
+  const std::byte* p = data.data();
+  std::size_t left = data.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ThrowFileError(errno, path + ": cannot write");
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
 namespace {
 
-[[noreturn]] void ThrowIo(const std::string& path, const std::string& what, int err) {
-  const std::string message = path + ": " + what + ": " + std::strerror(err);
-  if (err == ENOSPC || err == EDQUOT) throw ResourceExhausted(message);
-  throw Unavailable(message);
+// Writes and fsyncs `data` to the open `fd` of `path`, then closes it; on
+// any failure closes and removes `path` and throws.
+void WriteSyncClose(int fd, const std::string& path, std::span<const std::byte> data) {
+  try {
+    WriteAll(fd, data, path);
+    if (::fsync(fd) != 0) ThrowFileError(errno, path + ": cannot fsync");
+  } catch (...) {
+    ::close(fd);
+    ::unlink(path.c_str());
+    throw;
+  }
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(path.c_str());
+    ThrowFileError(err, path + ": cannot close");
+  }
 }
 
 }  // namespace
 
+void WriteFileDurably(const std::string& path, std::span<const std::byte> data) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) ThrowFileError(errno, path + ": cannot create");
+  WriteSyncClose(fd, path, data);
+}
+
+void SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) ThrowFileError(errno, dir + ": cannot open directory to fsync it");
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) ThrowFileError(err, dir + ": cannot fsync directory");
+}
+
 void WriteFileAtomically(const std::string& path, std::string_view contents, mode_t mode) {
   std::string tmp = path + ".tmp.XXXXXX";
   const int fd = ::mkstemp(tmp.data());  // created with mode 0600
-  if (fd < 0) ThrowIo(tmp, "cannot create temporary file", errno);
-  const auto fail = [&](const std::string& what) {
+  if (fd < 0) ThrowFileError(errno, tmp + ": cannot create temporary file");
+  if (::fchmod(fd, mode) != 0) {
     const int err = errno;
     ::close(fd);
     ::unlink(tmp.c_str());
-    ThrowIo(tmp, what, err);
-  };
-  if (::fchmod(fd, mode) != 0) fail("cannot set permissions");
-  for (std::size_t done = 0; done < contents.size();) {
-    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("cannot write");
-    done += static_cast<std::size_t>(n);
+    ThrowFileError(err, tmp + ": cannot set permissions");
   }
-  if (::fsync(fd) != 0) fail("cannot fsync");
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    ThrowIo(tmp, "cannot close", err);
-  }
+  WriteSyncClose(fd, tmp, std::as_bytes(std::span(contents.data(), contents.size())));
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    ThrowIo(path, "cannot rename " + tmp + " to it", err);
+    ThrowFileError(err, path + ": cannot rename " + tmp + " to it");
   }
   // Make the rename itself durable.
   std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) ThrowIo(dir, "cannot open directory to fsync it", errno);
-  const int rc = ::fsync(dir_fd);
-  const int err = errno;
-  ::close(dir_fd);
-  if (rc != 0) ThrowIo(dir, "cannot fsync directory", err);
+  SyncDirectory(dir.empty() ? "." : dir);
 }
 
 }  // namespace rlswarm

@@ -16,4 +16,11 @@ at::ScalarType ToScalarType(DType dtype);
 // no DType (bfloat16, half, complex, ...).
 DType ToDType(at::ScalarType type);
 
+// The names of the floating-point types parameters are kept and computed
+// in, as configs and checkpoint manifests write them: "float32",
+// "float64", "bfloat16", "float16". FloatTypeName throws InvalidArgument
+// for any other type, ParseFloatType for any other name.
+std::string_view FloatTypeName(at::ScalarType type);
+at::ScalarType ParseFloatType(std::string_view name);
+
 }  // namespace rlswarm::models

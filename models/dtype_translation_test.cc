@@ -27,5 +27,14 @@ TEST(DTypeTranslationTest, ScalarTypesWithoutADTypeAreRejectedByName) {
   }
 }
 
+TEST(DTypeTranslationTest, FloatTypeNamesRoundTripAndOthersAreRejected) {
+  for (at::ScalarType t : {at::kFloat, at::kDouble, at::kBFloat16, at::kHalf}) {
+    EXPECT_EQ(ParseFloatType(FloatTypeName(t)), t);
+  }
+  EXPECT_EQ(FloatTypeName(at::kBFloat16), "bfloat16");
+  EXPECT_THROW(FloatTypeName(at::kLong), InvalidArgument);
+  EXPECT_THROW(ParseFloatType("float8"), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace rlswarm::models

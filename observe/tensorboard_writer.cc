@@ -7,12 +7,13 @@
 #include <unistd.h>
 
 #include <array>
-#include <boost/crc.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <system_error>
 
+#include "common/crc32c.h"
 #include "common/errors.h"
 
 namespace rlswarm::observe {
@@ -178,14 +179,8 @@ std::unique_ptr<ScalarWriter> OpenTensorBoardWriter(const std::string& dir) {
   return std::make_unique<TensorBoardWriter>(dir);
 }
 
-std::uint32_t Crc32c(std::string_view data) {
-  boost::crc_optimal<32, 0x1EDC6F41, 0xFFFFFFFF, 0xFFFFFFFF, true, true> crc;
-  crc.process_bytes(data.data(), data.size());
-  return crc.checksum();
-}
-
 std::uint32_t MaskedCrc32c(std::string_view data) {
-  const std::uint32_t crc = Crc32c(data);
+  const std::uint32_t crc = Crc32c(std::as_bytes(std::span(data.data(), data.size())));
   return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
 }
 

@@ -38,9 +38,7 @@ namespace rlswarm::observe {
 // TensorBoard and throws Unavailable if the file could not be written.
 std::unique_ptr<ScalarWriter> OpenTensorBoardWriter(const std::string& dir);
 
-// CRC-32C (Castagnoli), as TFRecord frames use it.
-std::uint32_t Crc32c(std::string_view data);
-// TFRecord's masked CRC: ((crc >> 15) | (crc << 17)) + 0xa282ead8.
+// TFRecord's masked CRC-32C (common/crc32c.h): ((crc >> 15) | (crc << 17)) + 0xa282ead8.
 std::uint32_t MaskedCrc32c(std::string_view data);
 
 // The run-time descriptor of tensorflow.Event (its pool lives for the whole

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/errors.h"
+#include "replay/priority.h"
 #include "replay/selectors/prioritized.h"
 #include "replay/table_internal.h"
 
@@ -65,13 +66,6 @@ std::vector<std::size_t> StoredFieldWidths(const Signature& signature, const Fra
   return widths;
 }
 
-void CheckPriority(double priority, std::size_t index, const char* what) {
-  if (!std::isfinite(priority) || priority < 0) {
-    throw InvalidArgument(std::string(what) + "[" + std::to_string(index) + "] = " +
-                          std::to_string(priority) + ": priorities must be finite and >= 0");
-  }
-}
-
 }  // namespace
 
 Table::Table(TableOptions options, std::shared_ptr<const Clock> clock)
@@ -114,9 +108,7 @@ Table::PreparedInsert Table::PrepareInsert(const InsertBatch& batch) const {
       throw InvalidArgument("priorities: " + std::to_string(batch.priorities.size()) +
                             " for a batch of " + std::to_string(prepared.n) + " items");
     }
-    for (std::size_t i = 0; i < batch.priorities.size(); ++i) {
-      CheckPriority(batch.priorities[i], i, "priorities");
-    }
+    CheckPriorities(batch.priorities, "priorities");
   }
   prepared.priorities = batch.priorities;
   prepared.policy_version = batch.policy_version;
@@ -390,7 +382,7 @@ PriorityUpdateResult Table::UpdatePriorities(std::span<const std::uint64_t> keys
     throw InvalidArgument("update_priorities: " + std::to_string(keys.size()) + " keys but " +
                           std::to_string(priorities.size()) + " priorities");
   }
-  for (std::size_t i = 0; i < priorities.size(); ++i) CheckPriority(priorities[i], i, "priorities");
+  CheckPriorities(priorities, "priorities");
   PriorityUpdateResult result;
   MutexLock lock(mu_);
   CheckOpenLocked();

@@ -13,10 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "common/crc32c.h"
 #include "common/errors.h"
-#include "replay/checkpoints/crc32c.h"
 #include "replay/checkpoints/posix_file_system.h"
 #include "replay/json.h"
+#include "replay/priority.h"
 
 namespace rlswarm::replay {
 namespace {
@@ -484,7 +485,7 @@ LoadedCheckpoint Checkpointer::Load(const Candidate& candidate, const TableOptio
                 seq >= state.next_seq) {
               throw DataLoss("section 'meta': key " + std::to_string(meta.key) + " is invalid");
             }
-            if (!std::isfinite(meta.priority) || meta.priority < 0) {
+            if (!IsValidPriority(meta.priority)) {
               throw DataLoss("section 'meta': priority " + std::to_string(meta.priority) +
                              " is not finite and >= 0");
             }

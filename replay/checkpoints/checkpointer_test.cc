@@ -13,8 +13,8 @@
 #include <mutex>
 #include <thread>
 
+#include "common/crc32c.h"
 #include "common/errors.h"
-#include "replay/checkpoints/crc32c.h"
 #include "replay/checkpoints/posix_file_system.h"
 #include "replay/test_util.h"
 
@@ -102,17 +102,6 @@ class CheckpointerTest : public ::testing::Test {
   std::string root_;
   std::string dir_;
 };
-
-TEST(Crc32cTest, MatchesTheStandardCheckValue) {
-  const std::string text = "123456789";
-  const auto bytes = std::as_bytes(std::span(text.data(), text.size()));
-  EXPECT_EQ(Crc32c(bytes), 0xE3069283u);
-  EXPECT_EQ(Crc32cExtend(Crc32c(bytes.first(4)), bytes.subspan(4)), 0xE3069283u);
-  std::vector<std::byte> long_input(1000, std::byte{0x5a});  // the 8-byte path
-  std::uint32_t bytewise = 0;
-  for (std::byte b : long_input) bytewise = Crc32cExtend(bytewise, std::span(&b, 1));
-  EXPECT_EQ(Crc32c(long_input), bytewise);
-}
 
 TEST_F(CheckpointerTest, RoundTripRestoresItemsKeysCountersAndSettings) {
   Table table(Options());

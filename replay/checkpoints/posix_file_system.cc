@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "common/atomic_file.h"
 #include "common/errors.h"
 
 namespace rlswarm::replay {
@@ -21,28 +22,16 @@ class PosixWritableFile final : public WritableFile {
     if (fd_ >= 0) ::close(fd_);
   }
 
-  void Append(std::span<const std::byte> data) override {
-    const std::byte* p = data.data();
-    std::size_t left = data.size();
-    while (left > 0) {
-      const ssize_t n = ::write(fd_, p, left);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        ThrowIoError(errno, "write " + path_);
-      }
-      p += n;
-      left -= static_cast<std::size_t>(n);
-    }
-  }
+  void Append(std::span<const std::byte> data) override { WriteAll(fd_, data, path_); }
 
   void Sync() override {
-    if (::fsync(fd_) != 0) ThrowIoError(errno, "fsync " + path_);
+    if (::fsync(fd_) != 0) ThrowFileError(errno, "fsync " + path_);
   }
 
   void Close() override {
     const int fd = fd_;
     fd_ = -1;
-    if (fd >= 0 && ::close(fd) != 0) ThrowIoError(errno, "close " + path_);
+    if (fd >= 0 && ::close(fd) != 0) ThrowFileError(errno, "close " + path_);
   }
 
  private:
@@ -65,7 +54,7 @@ class PosixReadableFile final : public ReadableFile {
       const ssize_t n = ::pread(fd_, p, left, static_cast<off_t>(offset));
       if (n < 0) {
         if (errno == EINTR) continue;
-        ThrowIoError(errno, "read " + path_);
+        ThrowFileError(errno, "read " + path_);
       }
       if (n == 0) throw DataLoss(path_ + ": file ends at byte " + std::to_string(offset));
       p += n;
@@ -82,38 +71,20 @@ class PosixReadableFile final : public ReadableFile {
 
 }  // namespace
 
-void ThrowIoError(int errno_value, const std::string& what) {
-  const std::string message = what + ": " + std::strerror(errno_value);
-  switch (errno_value) {
-    case ENOSPC:
-    case EDQUOT:
-    case EFBIG:
-      throw ResourceExhausted(message);
-    case ENOENT:
-      throw NotFound(message);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      throw FailedPrecondition(message);
-    default:
-      throw Unavailable(message);
-  }
-}
-
 std::unique_ptr<WritableFile> PosixFileSystem::NewWritableFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) ThrowIoError(errno, "open " + path);
+  if (fd < 0) ThrowFileError(errno, "open " + path);
   return std::make_unique<PosixWritableFile>(fd, path);
 }
 
 std::unique_ptr<ReadableFile> PosixFileSystem::OpenReadable(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) ThrowIoError(errno, "open " + path);
+  if (fd < 0) ThrowFileError(errno, "open " + path);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int e = errno;
     ::close(fd);
-    ThrowIoError(e, "stat " + path);
+    ThrowFileError(e, "stat " + path);
   }
   return std::make_unique<PosixReadableFile>(fd, path, static_cast<std::uint64_t>(st.st_size));
 }
@@ -121,7 +92,7 @@ std::unique_ptr<ReadableFile> PosixFileSystem::OpenReadable(const std::string& p
 void PosixFileSystem::CreateDir(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
-  if (ec) ThrowIoError(ec.value(), "mkdir " + path);
+  if (ec) ThrowFileError(ec.value(), "mkdir " + path);
 }
 
 std::vector<std::string> PosixFileSystem::ListDir(const std::string& path) {
@@ -130,7 +101,7 @@ std::vector<std::string> PosixFileSystem::ListDir(const std::string& path) {
   for (std::filesystem::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
     names.push_back(it->path().filename().string());
   }
-  if (ec) ThrowIoError(ec.value(), "list " + path);
+  if (ec) ThrowFileError(ec.value(), "list " + path);
   return names;
 }
 
@@ -140,22 +111,15 @@ bool PosixFileSystem::Exists(const std::string& path) {
 }
 
 void PosixFileSystem::Rename(const std::string& from, const std::string& to) {
-  if (::rename(from.c_str(), to.c_str()) != 0) ThrowIoError(errno, "rename " + from + " " + to);
+  if (::rename(from.c_str(), to.c_str()) != 0) ThrowFileError(errno, "rename " + from + " " + to);
 }
 
-void PosixFileSystem::SyncDir(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) ThrowIoError(errno, "open " + path);
-  const int rc = ::fsync(fd);
-  const int e = errno;
-  ::close(fd);
-  if (rc != 0) ThrowIoError(e, "fsync " + path);
-}
+void PosixFileSystem::SyncDir(const std::string& path) { SyncDirectory(path); }
 
 void PosixFileSystem::RemoveAll(const std::string& path) {
   std::error_code ec;
   std::filesystem::remove_all(path, ec);
-  if (ec) ThrowIoError(ec.value(), "remove " + path);
+  if (ec) ThrowFileError(ec.value(), "remove " + path);
 }
 
 }  // namespace rlswarm::replay

@@ -19,8 +19,4 @@ class PosixFileSystem final : public FileSystem {
   void RemoveAll(const std::string& path) override;
 };
 
-// Throws the rlswarm exception for `errno_value` (see interface.h), with
-// "what: strerror" as the message.
-[[noreturn]] void ThrowIoError(int errno_value, const std::string& what);
-
 }  // namespace rlswarm::replay

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/errors.h"
+#include "replay/priority.h"
 #include "replay/service/protocol.h"
 
 namespace rlswarm::replay {
@@ -83,12 +84,7 @@ std::int64_t ReplayWriter::Validate(const InsertBatch& items,
       throw InvalidArgument("replay writer: " + std::to_string(items.priorities.size()) +
                             " priorities for " + std::to_string(n) + " items");
     }
-    for (double p : items.priorities) {
-      if (!std::isfinite(p) || p < 0) {
-        throw InvalidArgument("replay writer: priorities must be finite and >= 0, got " +
-                              std::to_string(p));
-      }
-    }
+    CheckPriorities(items.priorities, "replay writer: priorities");
   }
   return n;
 }

@@ -1,4 +1,4 @@
-#include "replay/checkpoints/crc32c.h"
+#include "common/crc32c.h"
 
 #include <array>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <nmmintrin.h>
 #endif
 
-namespace rlswarm::replay {
+namespace rlswarm {
 namespace {
 
 constexpr std::uint32_t kPolynomial = 0x82F63B78;  // reflected Castagnoli
@@ -61,4 +61,4 @@ std::uint32_t Crc32cExtend(std::uint32_t crc, std::span<const std::byte> data) {
   return ~ExtendSoftware(crc, data.data(), data.size());
 }
 
-}  // namespace rlswarm::replay
+}  // namespace rlswarm

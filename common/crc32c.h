@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <span>
 
-namespace rlswarm::replay {
+namespace rlswarm {
 
 // The CRC of the bytes so far, `crc`, extended by `data`. Start from 0.
 std::uint32_t Crc32cExtend(std::uint32_t crc, std::span<const std::byte> data);
 inline std::uint32_t Crc32c(std::span<const std::byte> data) { return Crc32cExtend(0, data); }
 
-}  // namespace rlswarm::replay
+}  // namespace rlswarm
