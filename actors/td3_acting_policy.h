@@ -6,7 +6,7 @@
 // ((high - low) / 2) so one schedule fits any bounds; Q(s, a) = Q1(s, a)
 // and V(s) = Q1(s, mu(s)) from the actor's copy of the critics, for the
 // initial priorities |R + discount V(s') - Q1(s, a)| (the critic loss's
-// priority, learner/td3_loss.h, with the online policy in place of the
+// priority, learner/algorithms/td3_loss.h, with the online policy in place of the
 // smoothed target one).
 
 #include "actors/acting_policy.h"

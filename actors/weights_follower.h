@@ -1,7 +1,7 @@
 #pragma once
 
 // WeightsFollower: follows a learner's weights on the rpc broadcast channel
-// however the learner publishes them (learner/weights_broadcaster.h):
+// however the learner publishes them (learner/apex/weights_broadcaster.h):
 //   * publish_mode full:  one publisher, whole-model blobs (shard 0 of 1);
 //   * publish_mode parts: one publisher per learner rank, each blob holding
 //     that rank's slice of every parameter (shard r of S).

@@ -26,7 +26,7 @@ models::NamedTensors Weights(std::uint64_t seed) {
 }
 
 // Rank `rank` of `ranks`: a contiguous slice of every parameter's elements,
-// named as learner/weights_broadcaster.cc names them.
+// named as learner/apex/weights_broadcaster.cc names them.
 std::vector<Payload> Part(const models::NamedTensors& named, int rank, int ranks) {
   models::NamedTensors part;
   int index = 0;

@@ -23,13 +23,13 @@
 #include "config/learner_factory.h"
 #include "launch/process_control.h"
 #include "launch/role_metrics.h"
-#include "learner/device_plan.h"
-#include "learner/env_rendezvous.h"
-#include "learner/memory_peak.h"
-#include "learner/torch_adapter.h"
-#include "learner/trace_recorder.h"
-#include "learner/trace_update.h"
-#include "learner/watchdog.h"
+#include "learner/dist/device_plan.h"
+#include "learner/dist/env_rendezvous.h"
+#include "learner/dist/memory_peak.h"
+#include "learner/dist/torch_adapter.h"
+#include "learner/dist/trace_update.h"
+#include "learner/dist/watchdog.h"
+#include "learner/runtime/trace_recorder.h"
 
 namespace rlswarm::apps {
 namespace {
@@ -125,7 +125,7 @@ std::string HostName() {
   return name;
 }
 
-// The watchdog of a multi-rank group (learner/watchdog.h): on an alarm this
+// The watchdog of a multi-rank group (learner/dist/watchdog.h): on an alarm this
 // rank exits with kWatchdogExitCode at once, from the watchdog's thread (the
 // training thread is blocked in a collective and cannot be unwound), so the
 // launcher restarts the group from its last checkpoint instead of waiting out
@@ -171,7 +171,7 @@ bool StopRequested(const sigset_t& stop_signals, int* signal_number) {
 // allocations, replay filled) is traced.
 constexpr int64_t kTracedUpdate = 10;
 
-// One update traced on every rank (learner/trace_update.h), rank 0 writing
+// One update traced on every rank (learner/dist/trace_update.h), rank 0 writing
 // the merged trace to `path`. Returns whether the update ran: false when the
 // ranks agreed to stop before it could (`stop_requested` is this rank's
 // request, polled while replay has no batch).
@@ -269,14 +269,14 @@ void RunLearner(const LearnerArgs& args) {
   if (plan.needs_group && rendezvous.world_size > 1 && config.learner.watchdog_timeout_s > 0) {
     watchdog = StartWatchdog(config, rendezvous, mesh);
   }
-  learner::LearnerOptions options = config.learner.ToLearnerOptions(
+  learner::ApeXOptions options = config.learner.ToApeXOptions(
       config.replay.ToSamplerOptions(config.security.ToClientOptions()),
       config.security.ToServerOptions());
   options.update_priorities = config.replay.selector == "prioritized";
   options.model.device = plan.device;
   options.model.sharding.mixed_precision = config.learner.MixedPrecision(comm->can_sum_bfloat16());
   // The rank's real peak from here (before the model is built) to the end,
-  // beside the computed one (learner/memory_peak.h).
+  // beside the computed one (learner/dist/memory_peak.h).
   learner::PeakMemoryMeter memory(plan.device);
   const std::unique_ptr<learner::ApeXLearner> learner_of_rank =
       config::MakeLearner(config, options, mesh, group.store);

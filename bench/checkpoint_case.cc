@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "learner/async_checkpoint.h"
-#include "learner/checkpoint.h"
-#include "learner/sharded_model.h"
+#include "learner/checkpoint/async_checkpoint.h"
+#include "learner/checkpoint/checkpoint.h"
+#include "learner/fsdp/sharded_model.h"
 
 namespace rlswarm::bench {
 namespace {

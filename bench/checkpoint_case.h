@@ -18,7 +18,7 @@
 // checkpoints to.
 //
 // World size 2 is not measured here: it needs two processes and the
-// rendezvous store; tests/ and learner/async_checkpoint_test.cc check it.
+// rendezvous store; tests/ and tests/learner/async_checkpoint_test.cc check it.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>

@@ -11,7 +11,7 @@
 
 #include "bench/plain_dqn_update.h"
 #include "config/experiment_config.h"
-#include "learner/dqn_learner.h"
+#include "learner/algorithms/dqn_learner.h"
 #include "models/dtype_translation.h"
 #include "replay/service/transition.h"
 
@@ -134,15 +134,15 @@ nlohmann::json MeasureDqnUpdate(const std::string& config_file, int64_t batch,
   replay::ReplaySamplerOptions sampler =
       config.replay.ToSamplerOptions(config.security.ToClientOptions());
   sampler.endpoints.clear();
-  learner::LearnerOptions lo =
-      config.learner.ToLearnerOptions(sampler, config.security.ToServerOptions());
+  learner::ApeXOptions lo =
+      config.learner.ToApeXOptions(sampler, config.security.ToServerOptions());
   lo.publish_interval = 0;
   lo.checkpoint_dir.clear();
   lo.checkpoint_interval = 0;
   lo.update_priorities = false;
   lo.model.device = device;
   const models::ModelSpec spec = config.ModelSpec();
-  learner::DqnLearner learner(spec, lo, learner::ShardMesh{});
+  learner::DqnLearner learner(spec, lo, config.learner.ToDqnOptions(), learner::ShardMesh{});
   learner::BatchStager stager(device);
 
   PlainDqn plain(spec, PlainDqnOptionsOf(config), device);

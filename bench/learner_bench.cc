@@ -43,7 +43,7 @@
 // once + the largest unit's full-size gradient (the reduce-scatter input).
 // measured_peak_bytes_per_rank: what the process really held at its peak
 // above its footprint just before the model was built (PeakMemoryMeter,
-// learner/memory_peak.h: resident high-water mark on the CPU, the caching
+// learner/dist/memory_peak.h: resident high-water mark on the CPU, the caching
 // allocator's peak on CUDA), the largest over the ranks; it counts the
 // batch's activations and autograd's saved tensors, which the computed
 // figure leaves out, and the allocator's page granularity.
@@ -89,11 +89,11 @@
 #include "bench/checkpoint_case.h"
 #include "bench/dqn_update_case.h"
 #include "common/testing/child_process.h"
-#include "learner/device_plan.h"
-#include "learner/memory_peak.h"
-#include "learner/rendezvous.h"
-#include "learner/sharded_model.h"
-#include "learner/trace_update.h"
+#include "learner/dist/device_plan.h"
+#include "learner/dist/memory_peak.h"
+#include "learner/dist/rendezvous.h"
+#include "learner/dist/trace_update.h"
+#include "learner/fsdp/sharded_model.h"
 #include "models/blas_check.h"
 #include "models/q_networks.h"
 #include "models/residual_networks.h"
@@ -109,7 +109,7 @@ namespace mdl = rlswarm::models;
 // (RLSWARM_WITH_CUDA build); world 2 then uses NCCL, rank r on cuda:r.
 torch::Device g_device = torch::kCPU;
 // --trace FILE: the first world > 1 case's update after its warm-up, every
-// rank recording, rank 0 writing the merged Chrome trace (learner/trace_update.h).
+// rank recording, rank 0 writing the merged Chrome trace (learner/dist/trace_update.h).
 std::string g_trace;
 
 // Waits for queued device work so a timer measures it (no-op on CPU).

@@ -2,7 +2,8 @@
 //
 //   replay_feed_bench [--json] [--seconds S] [--reps R] [--envs cartpole,minatar]
 //                     [--batch B] [--items N] [--train-ms T] [--sampler-gap-ms G]
-//                     [--cases sampler,learner,gpu_speed_consumer] [--log-level L]
+//                     [--cases sampler,sampler_2_shards,learner,gpu_speed_consumer]
+//                     [--log-level L]
 //
 // Transitions: the real signature (replay/service/transition.h) of the env's
 // spec, as `rlswarm` builds it: CartPole-v1 (observation float32 [4], int64
@@ -31,6 +32,9 @@
 //             bytes in one zero-copy frame, then, with priority updates, the
 //             update's bytes answered with 64 B. memcpy would say nothing
 //             about the process hop, which is what a shard costs.
+//   sampler_2_shards: the sampler case (no priority updates) against two
+//             shard processes at once, each prefilled with N items: the
+//             sampler asks both and takes the parts as they arrive.
 //   learner:  a real learner::DqnLearner (world 1, CPU, one intra-op thread
 //             and the malloc settings of `rlswarm learner`, the configs'
 //             default model and no_shard strategy, prefetch on, no
@@ -94,8 +98,8 @@
 #include "common/logging.h"
 #include "common/testing/child_process.h"
 #include "envs/registry.h"
-#include "learner/communicator.h"
-#include "learner/dqn_learner.h"
+#include "learner/algorithms/dqn_learner.h"
+#include "learner/dist/communicator.h"
 #include "models/q_networks.h"
 #include "replay/service/protocol.h"
 #include "replay/service/replay_sampler.h"
@@ -327,9 +331,11 @@ std::string MeasureTable(replay::Table& table, std::int64_t batch, double second
 // --serve: one shard for `shape` until stdin closes (the parent is done or
 // gone). Commands on stdin, answers on stdout, one line each.
 int Serve(const Shape& shape, std::int64_t capacity, std::uint64_t seed,
-          std::size_t max_reply_bytes) {
+          std::size_t max_reply_bytes, int shard) {
   replay::ReplayServiceOptions o;
-  o.table.name = "replay-shard-0";
+  o.shard = shard;
+  o.num_shards = shard + 1;
+  o.table.name = "replay-shard-" + std::to_string(shard);
   o.table.signature = shape.signature;
   o.table.capacity = capacity;
   o.table.selector.kind = replay::SelectorKind::kPrioritized;
@@ -339,7 +345,7 @@ int Serve(const Shape& shape, std::int64_t capacity, std::uint64_t seed,
   o.table.seed = seed;
   o.server.endpoint = "tcp://127.0.0.1:*";
   o.server.num_workers = 2;
-  o.server.name = "replay-0";
+  o.server.name = "replay-" + std::to_string(shard);
   replay::ReplayService service(o);
   service.Start();
   RawServer raw(max_reply_bytes);
@@ -362,9 +368,10 @@ int Serve(const Shape& shape, std::int64_t capacity, std::uint64_t seed,
 class ShardProcess {
  public:
   ShardProcess(const std::string& env, std::int64_t capacity, std::int64_t batch,
-               std::uint64_t seed)
+               std::uint64_t seed, int shard = 0)
       : child_({"replay_feed_bench", "--serve", "--envs", env, "--items", std::to_string(capacity),
-                "--batch", std::to_string(batch), "--seed", std::to_string(seed)},
+                "--batch", std::to_string(batch), "--seed", std::to_string(seed), "--shard",
+                std::to_string(shard)},
                Options()) {
     const std::optional<std::string> line = child_.ReadLine(kStartDeadline);
     const std::vector<std::string> words = line ? Split(*line) : std::vector<std::string>{};
@@ -634,17 +641,16 @@ Json MeasureRaw(Context& ctx, bool priority_updates) {
           {"cpu_ms_per_batch", 1e3 * s.cpu_seconds / n}};
 }
 
-learner::LearnerOptions LearnerOptions(const Context& ctx) {
-  learner::LearnerOptions o;
+learner::ApeXOptions LoopOptions(const Context& ctx) {
+  learner::ApeXOptions o;
   o.batch_size = ctx.batch;
   // The configs' learner settings that change the work per update (both
   // configs/cartpole.yaml and configs/minatar_breakout.yaml): Adam (the
   // default; lr does not change the work), clipping,
-  // Polyak target, the model as one unpartitioned unit.
+  // Polyak target (DqnOptions' default tau), the model as one unpartitioned unit.
   o.model.optimizer.max_grad_norm = 10;
   o.model.sharding.strategy = learner::ShardingStrategy::kNoShard;
   o.model.sharding.layers_per_unit = {static_cast<int>(ctx.shape.model.layers.size())};
-  o.target_tau = 0.01;
   // Publishing is not replay's business and needs subscribers to matter.
   o.publish_interval = 0;
   o.log_interval = std::chrono::milliseconds(0);
@@ -849,10 +855,22 @@ std::vector<Json> RunShape(const Shape& shape, const Config& cfg) {
   ctx.sampler_gap_ms = cfg.sampler_gap_ms;
   replay::ReplaySampler sampler(SamplerOptions(shard.endpoint(), 3));
   std::tie(ctx.sample_bytes, ctx.update_bytes) = WireBytes(sampler.Sample(batch));
+  // A second shard for sampler_2_shards: the sampler then asks both at once
+  // and takes their parts as they arrive, as a sharded service's learner does.
+  std::unique_ptr<ShardProcess> second;
+  std::unique_ptr<replay::ReplaySampler> two_shard_sampler;
+  if (Wanted(cases, "sampler_2_shards")) {
+    second = std::make_unique<ShardProcess>(shape.name, cfg.items, batch, 2, /*shard=*/1);
+    Prefill(shape, second->endpoint(), cfg.items);
+    replay::ReplaySamplerOptions o = SamplerOptions(shard.endpoint(), 4);
+    o.endpoints.push_back(second->endpoint());
+    two_shard_sampler = std::make_unique<replay::ReplaySampler>(o);
+  }
   std::unique_ptr<learner::DqnLearner> lrn;
   if (Wanted(cases, "learner")) {
-    lrn = std::make_unique<learner::DqnLearner>(shape.model, LearnerOptions(ctx),
-                                                std::make_shared<learner::Communicator>());
+    lrn =
+        std::make_unique<learner::DqnLearner>(shape.model, LoopOptions(ctx), learner::DqnOptions{},
+                                              std::make_shared<learner::Communicator>());
     for (int i = 0; i < 20; ++i) lrn->Update();  // warm: allocator, connection, prefetch
   }
   std::vector<std::vector<Json>> per_row;  // [row][rep]
@@ -876,6 +894,11 @@ std::vector<Json> RunShape(const Shape& shape, const Config& cfg) {
         row["prefill_items_per_sec"] = insert_rate;
         rows.push_back(row);
       }
+    }
+    if (two_shard_sampler) {
+      Json row = MeasureSampler(ctx, *two_shard_sampler, /*priority_updates=*/false);
+      row["case"] = "sampler_2_shards";
+      rows.push_back(row);
     }
     if (lrn) rows.push_back(MeasureLearner(ctx, *lrn));
     if (Wanted(cases, "gpu_speed_consumer")) {
@@ -955,10 +978,12 @@ int main(int argc, char** argv) {
                  "gpu_speed_consumer_with_inserts: the run's replay ratio, which sets the "
                  "insert rate (the consumer's sample rate over it)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--cases", cases_list, "sampler,learner,gpu_speed_consumer");
+  app.add_option("--cases", cases_list, "sampler,sampler_2_shards,learner,gpu_speed_consumer");
   app.add_option("--log-level", log_level, "spdlog level (stderr)");
   app.add_flag("--serve", serve, "Internal: serve one shard (stdin closes: exit)");
   app.add_option("--seed", seed, "Internal: the served table's seed");
+  int shard = 0;
+  app.add_option("--shard", shard, "Internal: the served shard's index");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -968,7 +993,7 @@ int main(int argc, char** argv) {
       // Room for a sample reply and its metadata in the raw server's buffer.
       const std::size_t max_reply =
           static_cast<std::size_t>(cfg.batch) * (shape.signature.ItemBytes() + 256) + (1 << 16);
-      return Serve(shape, cfg.items, seed, max_reply);
+      return Serve(shape, cfg.items, seed, max_reply, shard);
     }
     // The learner process's settings (apps/learner_command.cc): freed batch
     // and gradient buffers stay in the heap, one intra-op thread.

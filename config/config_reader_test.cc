@@ -9,7 +9,7 @@
 
 #include "actors/acting_policy.h"
 #include "config/experiment_config.h"
-#include "learner/learner_options.h"
+#include "learner/apex/apex_options.h"
 #include "models/model_spec.h"
 #include "replay/service/transition.h"
 
@@ -324,8 +324,8 @@ TEST_F(ConfigTest, WatchdogTimeoutDefaultsToThirtySecondsAndRejectsBadValues) {
 TEST_F(ConfigTest, RmsPropOptionsReachTheOptimizerAndAreRmsPropsOnly) {
   auto optimizer = [](const ExperimentConfig& c) {
     return c.learner
-        .ToLearnerOptions(c.replay.ToSamplerOptions(c.security.ToClientOptions()),
-                          c.security.ToServerOptions())
+        .ToApeXOptions(c.replay.ToSamplerOptions(c.security.ToClientOptions()),
+                       c.security.ToServerOptions())
         .model.optimizer;
   };
   const learner::OptimizerOptions defaults = optimizer(ExperimentConfig::Load("", {}));
@@ -353,8 +353,8 @@ TEST_F(ConfigTest, RmsPropOptionsReachTheOptimizerAndAreRmsPropsOnly) {
 
 TEST_F(ConfigTest, PrefetchDepthsDefaultToTwoAndReachTheShardingOptions) {
   auto options = [](const ExperimentConfig& c) {
-    return c.learner.ToLearnerOptions(c.replay.ToSamplerOptions(c.security.ToClientOptions()),
-                                      c.security.ToServerOptions());
+    return c.learner.ToApeXOptions(c.replay.ToSamplerOptions(c.security.ToClientOptions()),
+                                   c.security.ToServerOptions());
   };
   const auto defaults = ExperimentConfig::Load("", {});
   EXPECT_EQ(defaults.learner.forward_prefetch, 2);
@@ -378,8 +378,8 @@ TEST_F(ConfigTest, PrefetchDepthsDefaultToTwoAndReachTheShardingOptions) {
 
 TEST_F(ConfigTest, ActivationCheckpointingDefaultsOffAndReachesTheShardingOptions) {
   auto options = [](const ExperimentConfig& c) {
-    return c.learner.ToLearnerOptions(c.replay.ToSamplerOptions(c.security.ToClientOptions()),
-                                      c.security.ToServerOptions());
+    return c.learner.ToApeXOptions(c.replay.ToSamplerOptions(c.security.ToClientOptions()),
+                                   c.security.ToServerOptions());
   };
   const auto defaults = ExperimentConfig::Load("", {});
   EXPECT_FALSE(defaults.learner.activation_checkpointing);
@@ -396,8 +396,8 @@ TEST_F(ConfigTest, ActivationCheckpointingDefaultsOffAndReachesTheShardingOption
 
 TEST_F(ConfigTest, AsyncCheckpointDefaultsToTrueAndRejectsNonBooleans) {
   auto options = [](const ExperimentConfig& c) {
-    return c.learner.ToLearnerOptions(c.replay.ToSamplerOptions(c.security.ToClientOptions()),
-                                      c.security.ToServerOptions());
+    return c.learner.ToApeXOptions(c.replay.ToSamplerOptions(c.security.ToClientOptions()),
+                                   c.security.ToServerOptions());
   };
   EXPECT_TRUE(options(ExperimentConfig::Load("", {})).async_checkpoint);
   EXPECT_FALSE(options(ExperimentConfig::Load(Write("learner:\n  async_checkpoint: false\n"), {}))
@@ -461,8 +461,8 @@ TEST_F(ConfigTest, ShardGroupSizeBelongsToHybridShardAndMustDivideTheWorld) {
   EXPECT_EQ(defaults.learner.shard_group_size, 0);
   const auto hybrid = ExperimentConfig::Load("", {"learner.strategy=hybrid_shard"});
   EXPECT_EQ(hybrid.learner
-                .ToLearnerOptions(hybrid.replay.ToSamplerOptions(hybrid.security.ToClientOptions()),
-                                  hybrid.security.ToServerOptions())
+                .ToApeXOptions(hybrid.replay.ToSamplerOptions(hybrid.security.ToClientOptions()),
+                               hybrid.security.ToServerOptions())
                 .model.sharding.strategy,
             learner::ShardingStrategy::kHybridShard);
   EXPECT_EQ(hybrid.learner.ShardGroupSize(8, 4, "f.yaml"), 4);  // LOCAL_WORLD_SIZE

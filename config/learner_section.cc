@@ -1,7 +1,11 @@
 #include "config/learner_section.h"
 
-#include "learner/learner_options.h"
-#include "learner/rendezvous.h"
+#include "common/random.h"
+#include "learner/algorithms/dqn_algorithm.h"
+#include "learner/algorithms/td3_trainer.h"
+#include "learner/apex/apex_options.h"
+#include "learner/dist/rendezvous.h"
+#include "models/dtype_translation.h"
 
 namespace rlswarm::config {
 
@@ -52,10 +56,10 @@ void LearnerSection::CheckCheckpoints(const std::string& file) const {
   }
 }
 
-learner::LearnerOptions LearnerSection::ToLearnerOptions(
+learner::ApeXOptions LearnerSection::ToApeXOptions(
     const replay::ReplaySamplerOptions& sampler,
     const rpc::SecurityOptions& server_security) const {
-  learner::LearnerOptions o;
+  learner::ApeXOptions o;
   o.batch_size = batch_size;
   o.model.optimizer.kind = learner::ParseOptimizerKind(optimizer);
   o.model.optimizer.lr = lr;
@@ -72,16 +76,6 @@ learner::LearnerOptions LearnerSection::ToLearnerOptions(
   o.model.sharding.reduce_scatter = learner::ParseReduceScatterImpl(reduce_scatter);
   o.model.sharding.mixed_precision = MixedPrecision();
   o.model.seed = seed;
-  o.loss.huber_delta = huber_delta;
-  o.loss.priority_epsilon = priority_epsilon;
-  o.loss.double_q = double_q;
-  o.td3_loss.policy_noise = policy_noise;
-  o.td3_loss.noise_clip = noise_clip;
-  o.td3_loss.priority_epsilon = priority_epsilon;
-  o.policy_delay = policy_delay;
-  o.policy_lr = policy_lr;
-  o.target_tau = target_tau;
-  o.target_update_interval = target_update_interval;
   o.publish_interval = publish_interval;
   o.publishing.mode = learner::ParsePublishMode(publish_mode);
   o.publishing.publisher.endpoint = weights_endpoint;
@@ -99,22 +93,38 @@ learner::LearnerOptions LearnerSection::ToLearnerOptions(
   return o;
 }
 
-namespace {
-
-at::ScalarType DTypeNamed(const std::string& name) {
-  if (name == "float64") return at::kDouble;
-  if (name == "bfloat16") return at::kBFloat16;
-  return at::kFloat;
+learner::DqnOptions LearnerSection::ToDqnOptions() const {
+  learner::DqnOptions o;
+  o.loss.huber_delta = huber_delta;
+  o.loss.priority_epsilon = priority_epsilon;
+  o.loss.double_q = double_q;
+  o.target_tau = target_tau;
+  o.target_update_interval = target_update_interval;
+  return o;
 }
 
-}  // namespace
+learner::Td3Options LearnerSection::ToTd3Options(const learner::ShardedModelOptions& model) const {
+  learner::Td3Options o;
+  o.loss.policy_noise = policy_noise;
+  o.loss.noise_clip = noise_clip;
+  o.loss.priority_epsilon = priority_epsilon;
+  o.policy_delay = policy_delay;
+  o.target_tau = target_tau;
+  o.critic = model;
+  o.critic.seed = model.seed + 1;
+  o.actor = model;
+  if (policy_lr > 0) o.actor.optimizer.lr = policy_lr;
+  // The same on every rank: each takes its rows of the global batch's noise.
+  o.noise_seed = DeriveSeed(model.seed, 0x7d3);
+  return o;
+}
 
 learner::MixedPrecisionPolicy LearnerSection::MixedPrecision(bool can_sum_bfloat16) const {
   learner::MixedPrecisionPolicy p;
-  p.master_dtype = DTypeNamed(dtype);
-  p.param_dtype = param_dtype == "auto" ? p.master_dtype : DTypeNamed(param_dtype);
+  p.master_dtype = models::ParseFloatType(dtype);
+  p.param_dtype = param_dtype == "auto" ? p.master_dtype : models::ParseFloatType(param_dtype);
   if (reduce_dtype != "auto") {
-    p.reduce_dtype = DTypeNamed(reduce_dtype);
+    p.reduce_dtype = models::ParseFloatType(reduce_dtype);
   } else {
     p.reduce_dtype =
         p.param_dtype == at::kBFloat16 && !can_sum_bfloat16 ? at::kFloat : p.param_dtype;

@@ -1,7 +1,7 @@
 #pragma once
 
 // The `learner` section of an experiment config: the Ape-X DQN learner
-// (learner/dqn_learner.h) of every rank, its sharding, the weights it
+// (learner/algorithms/dqn_learner.h) of every rank, its sharding, the weights it
 // publishes and its checkpoints. Defaults follow docs/baselines.md
 // (CartPole: Adam lr 5e-3, global batch 128, Huber, clip 10, Polyak 0.01,
 // double DQN).
@@ -18,7 +18,10 @@
 // Declared only: experiment_config.h includes this header, and the apps that
 // do not run a learner should not compile LibTorch's headers.
 namespace rlswarm::learner {
-struct LearnerOptions;
+struct ApeXOptions;
+struct DqnOptions;
+struct ShardedModelOptions;
+struct Td3Options;
 struct RendezvousOptions;
 struct MixedPrecisionPolicy;
 }  // namespace rlswarm::learner
@@ -237,7 +240,7 @@ struct LearnerSection {
     v.Field("watchdog_timeout_s", watchdog_timeout_s,
             "a peer rank whose heartbeat stops (SIGSTOP, a frozen host) or that hangs in a "
             "collective this rank finished, for this long, makes this rank exit with code 75 so "
-            "the launcher restarts the group (learner/watchdog.h); 0 = off (multi-rank only)",
+            "the launcher restarts the group (learner/dist/watchdog.h); 0 = off (multi-rank only)",
             Bounds{0, 1e6});
   }
 
@@ -246,9 +249,14 @@ struct LearnerSection {
   // For `rlswarm learner`: checkpoint_interval needs checkpoint_dir (`rlswarm
   // launch` fills checkpoint_dir in with the run directory's).
   void CheckCheckpoints(const std::string& file) const;
-  // The learner's options; `sampler` comes from the replay section.
-  learner::LearnerOptions ToLearnerOptions(const replay::ReplaySamplerOptions& sampler,
-                                           const rpc::SecurityOptions& server_security) const;
+  // The learner loop's options; `sampler` comes from the replay section.
+  learner::ApeXOptions ToApeXOptions(const replay::ReplaySamplerOptions& sampler,
+                                     const rpc::SecurityOptions& server_security) const;
+  // What each algorithm adds. TD3's networks start from the loop's `model`
+  // options: the policy from model.seed, the critics from model.seed + 1
+  // (as actors' networks do), the policy at policy_lr when > 0.
+  learner::DqnOptions ToDqnOptions() const;
+  learner::Td3Options ToTd3Options(const learner::ShardedModelOptions& model) const;
   learner::RendezvousOptions ToRendezvousDefaults() const;
   // hybrid_shard's shard group size for this world (shard_group_size, else
   // the launcher's ranks per node `local_world_size` when > 0, else

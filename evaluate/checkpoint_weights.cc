@@ -3,10 +3,10 @@
 #include <filesystem>
 
 #include "common/errors.h"
-#include "learner/checkpoint.h"
-#include "learner/checkpoint_reader.h"
-#include "learner/communicator.h"
-#include "learner/sharded_model.h"
+#include "learner/checkpoint/checkpoint.h"
+#include "learner/checkpoint/checkpoint_reader.h"
+#include "learner/dist/communicator.h"
+#include "learner/fsdp/sharded_model.h"
 #include "models/continuous_networks.h"
 #include "models/weights_wire.h"
 

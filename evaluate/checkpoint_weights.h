@@ -16,7 +16,7 @@ namespace rlswarm::evaluate {
 
 // `path`: a checkpoint directory, or a root holding several (the newest
 // valid one is read); a TD3 learner's root (with actor/ and critic/): its
-// policy. Throws NotFound / DataLoss (learner/checkpoint_reader.h).
+// policy. Throws NotFound / DataLoss (learner/checkpoint/checkpoint_reader.h).
 std::vector<Payload> CheckpointWeights(const std::string& path);
 
 // Writes `weights` (full, unsharded) of a `spec` network (of a blob with

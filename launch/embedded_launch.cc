@@ -16,8 +16,8 @@
 #include "config/role_options.h"
 #include "launch/prometheus_targets.h"
 #include "launch/run_monitor.h"
-#include "learner/device_plan.h"
-#include "learner/torch_adapter.h"
+#include "learner/dist/device_plan.h"
+#include "learner/dist/torch_adapter.h"
 #include "observe/metrics_http_server.h"
 #include "replay/service/replay_service.h"
 
@@ -32,7 +32,7 @@ constexpr char kWeightsSnapshotEndpoint[] = "inproc://rlswarm-weights-snapshot";
 class LearnerThread {
  public:
   LearnerThread(const config::ExperimentConfig& config) {
-    learner::LearnerOptions options = config.learner.ToLearnerOptions(
+    learner::ApeXOptions options = config.learner.ToApeXOptions(
         config.replay.ToSamplerOptions(config.security.ToClientOptions()),
         config.security.ToServerOptions());
     // Short waits for replay, so a stop is seen within a quarter second even

@@ -20,7 +20,7 @@
 #include "launch/process_supervisor.h"
 #include "launch/prometheus_targets.h"
 #include "launch/run_monitor.h"
-#include "learner/weights_broadcaster.h"
+#include "learner/apex/weights_broadcaster.h"
 #include "observe/metrics_http_server.h"
 #include "replay/service/replay_sampler.h"
 #include "rpc/broadcast.h"
@@ -204,7 +204,7 @@ RunSummary RunProcesses(config::ExperimentConfig config, const RunDirectory& run
   const std::string snapshot = Loopback(PickFreePorts(ranks, taken));
   const int master_port = PickFreePort();
   // publish_mode parts: every learner rank that holds a shard publishes its
-  // part on the ports after these (learner/weights_broadcaster.h) and the
+  // part on the ports after these (learner/apex/weights_broadcaster.h) and the
   // actors and the evaluator follow them all; full: rank 0 alone.
   const bool parts = config.learner.publish_mode == "parts";
   const int publishers = parts && config.learner.strategy != "no_shard" ? ranks : 1;

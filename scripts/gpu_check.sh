@@ -33,7 +33,7 @@
 #   configure  cmake -G Ninja Release, RLSWARM_WITH_CUDA=ON, benches on,
 #              CMAKE_PREFIX_PATH = python3's torch, then the bundle;
 #              TORCH_CUDA_ARCH_LIST from the GPUs (9.0 without one)
-#   build      ninja learner_tests learner_bench rlswarm, nothing else
+#   build      ninja learner_tests learner_unit_tests learner_bench rlswarm, nothing else
 #   origins    where CMake found each package, which headers the build read
 #              from the system's /usr/include, what the binaries load (ldd)
 #   cuda_primitives  learner_tests --gtest_filter='CudaPrimitives*' (< 30 s):
@@ -680,7 +680,7 @@ configure() {
 
 # The targets the later steps run; a target that failed does not keep the
 # others from being built (-k 0) and run.
-TARGETS=(learner_tests learner_bench rlswarm)
+TARGETS=(learner_tests learner_unit_tests learner_bench rlswarm)
 declare -A ready=()
 build() {
   echo "ninja -C $build_dir -k 0 -j$jobs ${TARGETS[*]}"
@@ -750,7 +750,7 @@ origins() {
   fi
   echo "--- what the binaries load (ldd)"
   local b
-  for b in learner/learner_tests bench/learner_bench rlswarm; do
+  for b in tests/learner/learner_tests bench/learner_bench rlswarm; do
     [ -x "$BUILD/$b" ] || continue
     ldd "$BUILD/$b" > "$LOGDIR/ldd.$(basename "$b").txt" 2>&1
     awk -v deps="$DEPS" -v tr="$torch_root" '
@@ -772,8 +772,9 @@ origins() {
   return $rc
 }
 
-# run_gtest NAME CAP RESERVE FILTER: learner_tests --gtest_filter=FILTER,
-# output in NAME.log. When the binary dies in a test (a crash, no final
+# run_gtest NAME CAP RESERVE FILTER: learner_tests (the multi-process
+# scenarios; GTEST_BINARY names another, e.g. learner/learner_unit_tests)
+# --gtest_filter=FILTER, output in NAME.log. When the binary dies in a test (a crash, no final
 # summary), it runs again without the tests that already ran and the one that
 # died, up to 5 runs, all within CAP seconds. Prints the totals.
 run_gtest() {
@@ -787,7 +788,7 @@ run_gtest() {
     filter=$pos
     [ -n "$ran" ] && filter="$pos-$ran"
     [ $attempt -gt 1 ] && echo "learner_tests again, without the tests that ran: --gtest_filter='$filter'"
-    tmo $((t_end - $(date +%s))) "$reserve" "${NICE[@]}" "$BUILD/learner/learner_tests" \
+    tmo $((t_end - $(date +%s))) "$reserve" "${NICE[@]}" "$BUILD/${GTEST_BINARY:-tests/learner/learner_tests}" \
       --gtest_filter="$filter" --gtest_output=json:"$LOGDIR/$name.$attempt.json" > "$log" 2>&1
     rc=$?
     cat "$log" >> "$LOGDIR/$name.log"
@@ -825,13 +826,18 @@ run_gtest() {
 }
 
 tests() {
-  run_gtest learner_tests "$1" "$2" '*'
-  local rc=$?
-  note[tests]="CPU suite: $GTEST_COUNTS"
+  local started rc unit_rc=0
+  started=$(date +%s)
+  GTEST_BINARY=learner/learner_unit_tests run_gtest learner_unit_tests "$1" "$2" '*' || unit_rc=$?
+  local unit_counts=$GTEST_COUNTS
+  run_gtest learner_tests $(($1 - ($(date +%s) - started))) "$2" '*'
+  rc=$?
+  note[tests]="CPU suite: unit tests $unit_counts; scenarios $GTEST_COUNTS"
+  [ $rc -eq 0 ] && rc=$unit_rc
   return $rc
 }
 
-# The GPU path's building blocks (learner/cuda_primitives_test.cc): the
+# The GPU path's building blocks (tests/learner/cuda_primitives_test.cc): the
 # adapter's collectives on CUDA tensors (f32, f64, bf16, every reduce-scatter
 # path) through a 1-rank NCCL group, storage take/adopt/reallocate, the host
 # time a Wait() blocks behind a ~50 ms kernel, NCCL's device timings, a

@@ -29,7 +29,7 @@ using namespace std::chrono_literals;
 using testing::ChildProcess;
 using testing::Incarnation;
 
-// learner::kWatchdogExitCode (learner/watchdog.h); integration tests link no
+// learner::kWatchdogExitCode (learner/dist/watchdog.h); integration tests link no
 // learner code, so the documented number is written out.
 constexpr int kWatchdogExitCode = 75;
 

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "learner/torch_adapter.h"
+#include "learner/dist/torch_adapter.h"
 
 namespace rlswarm::learner::testing {
 

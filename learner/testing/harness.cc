@@ -21,7 +21,7 @@
 // clang-format on
 
 #include "common/testing/child_process.h"
-#include "learner/rendezvous.h"
+#include "learner/dist/rendezvous.h"
 #include "models/q_networks.h"
 #include "models/residual_networks.h"
 

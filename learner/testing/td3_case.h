@@ -1,7 +1,7 @@
 #pragma once
 
 // Test-only: the TD3 trainer case that the sharded workers and the
-// in-process world-1 reference train identically (learner/td3_trainer_test.cc).
+// in-process world-1 reference train identically (tests/learner/td3_trainer_test.cc).
 //
 // The td3 scenario (RunTd3Scenario, harness.h): the ranks train
 // MakeTd3Trainer()'s networks (full_shard at world > 1, float64) for
@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "learner/td3_trainer.h"
+#include "learner/algorithms/td3_trainer.h"
 
 namespace rlswarm::learner::testing {
 
