@@ -122,12 +122,14 @@ std::optional<rpc::VersionedBlob> WeightsFollower::WaitNewer(std::uint64_t after
     if (auto blob = Poll(after)) return blob;
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return std::nullopt;
-    // One part's announcement wakes this; the others follow within
-    // microseconds, so short re-polls finish the set.
-    const auto wait = std::min<std::chrono::steady_clock::duration>(
-        deadline - now, std::chrono::milliseconds(parts_.size() == 1 ? 1000 : 5));
-    (void)parts_.front()->subscriber.WaitNewer(std::max(after, parts_.front()->checked),
-                                               std::chrono::ceil<std::chrono::milliseconds>(wait));
+    // No version newer than `after` is complete in every part: one becomes
+    // complete only when the part furthest behind receives more. Its
+    // subscriber wakes this at its next version (no re-polling).
+    Part& behind =
+        **std::min_element(parts_.begin(), parts_.end(),
+                           [](const auto& a, const auto& b) { return a->checked < b->checked; });
+    (void)behind.subscriber.WaitNewer(std::max(after, behind.checked),
+                                      std::chrono::ceil<std::chrono::milliseconds>(deadline - now));
   }
 }
 

@@ -109,6 +109,13 @@ class Table {
   // NextWaiterDeadline() at the latest.
   std::int64_t ExpireWaiters(Deadline now = std::chrono::steady_clock::now());
   std::optional<Deadline> NextWaiterDeadline() const;
+  // Runs `hook` with the deadline of every *Async call that starts to wait,
+  // on the calling thread, outside the table's lock: whoever sleeps until
+  // NextWaiterDeadline() learns of an earlier one. Set it before the first
+  // *Async call; it must not block.
+  void SetWaiterParkedHook(std::function<void(Deadline)> hook) {
+    waiter_parked_hook_ = std::move(hook);
+  }
 
   // --- Priorities and configuration ----------------------------------------
   // Sets the priority of each item by key. Every priority must be finite
@@ -224,6 +231,7 @@ class Table {
   WaiterId next_waiter_id_ RLSWARM_GUARDED_BY(mu_) = 1;
   std::list<InsertWaiter> insert_waiters_ RLSWARM_GUARDED_BY(mu_);
   std::list<SampleWaiter> sample_waiters_ RLSWARM_GUARDED_BY(mu_);
+  std::function<void(Deadline)> waiter_parked_hook_;  // set before use, then read-only
 };
 
 // A consistent view of a table for writing a checkpoint without its lock

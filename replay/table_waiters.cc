@@ -137,6 +137,7 @@ WaiterId Table::InsertAsync(const InsertBatch& batch, Deadline deadline, InsertC
   PreparedInsert insert = PrepareInsert(batch);
   Completions done;
   WaiterId id = 0;
+  bool parked = false;
   {
     MutexLock lock(mu_);
     CheckOpenLocked();
@@ -154,9 +155,11 @@ WaiterId Table::InsertAsync(const InsertBatch& batch, Deadline deadline, InsertC
     } else {
       ++counters_.inserts_waited;
       insert_waiters_.push_back({id, deadline, std::move(insert), std::move(callback)});
+      parked = true;
     }
   }
   Run(done);
+  if (parked && waiter_parked_hook_) waiter_parked_hook_(deadline);
   return id;
 }
 
@@ -199,6 +202,7 @@ WaiterId Table::SampleAsync(const SampleRequest& request, Deadline deadline,
   SampledBatch batch = AllocateBatch(request);
   Completions done;
   WaiterId id = 0;
+  bool parked = false;
   {
     MutexLock lock(mu_);
     CheckOpenLocked();
@@ -218,9 +222,11 @@ WaiterId Table::SampleAsync(const SampleRequest& request, Deadline deadline,
     } else {
       ++counters_.samples_waited;
       sample_waiters_.push_back({id, deadline, request, std::move(batch), std::move(callback)});
+      parked = true;
     }
   }
   Run(done);
+  if (parked && waiter_parked_hook_) waiter_parked_hook_(deadline);
   return id;
 }
 

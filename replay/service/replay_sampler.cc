@@ -6,10 +6,13 @@
 #include <cmath>
 #include <cstring>
 #include <future>
+#include <set>
 
 #include "common/errors.h"
+#include "replay/priority.h"
 #include "replay/selectors/prioritized.h"
 #include "replay/service/protocol.h"
+#include "replay/service/shard_replies.h"
 
 namespace rlswarm::replay {
 
@@ -201,132 +204,26 @@ SampledBatch ReplaySampler::Sample(std::int64_t batch_size,
   }
   const auto deadline = Clock::now() + options_.timeout;
   RefreshStaleTotals(deadline);
-  std::vector<protocol::ShardSample> parts;
-  std::vector<double> part_q;
-  std::int64_t remaining = batch_size;
-  std::exception_ptr failure;
+  SampleDraw draw;
+  draw.remaining = batch_size;
+  draw.policy_version = policy_version;
+  draw.draw_seed = draw_seed;
   // With a draw seed the split and every shard's draw come from streams of
   // that seed (see the header), not from rng_ and the shards' own streams.
   std::optional<Rng> split_rng;
   if (draw_seed) split_rng.emplace(DeriveSeed(*draw_seed, 0));
-  std::uint64_t round = 0;  // a new split for the shares of shards that failed
-  while (remaining > 0) {
-    ++round;
+  while (draw.remaining > 0) {
+    ++draw.round;  // a new split for the shares of shards that failed
     if (Clock::now() >= deadline) {
       throw DeadlineExceeded("replay sampler: no batch within " +
                              std::to_string(options_.timeout.count()) + " ms");
     }
-    // The split: q_s proportional to the shards' weights (see the header).
-    std::vector<double> q(shards_.size(), 0.0);
-    std::vector<std::int64_t> counts(shards_.size(), 0);
-    {
-      MutexLock lock(mu_);
-      const auto now = Clock::now();
-      double total = 0;
-      for (int pass = 0; pass < 3 && total <= 0; ++pass) {
-        for (std::size_t s = 0; s < shards_.size(); ++s) {
-          if (state_[s].down_until > now || !state_[s].known) continue;
-          q[s] = pass == 0   ? state_[s].totals.total_weight
-                 : pass == 1 ? static_cast<double>(state_[s].totals.size)
-                             : 1.0;  // nothing known: wait on every live shard
-          total += q[s];
-        }
-      }
-      if (total <= 0) {
-        throw Unavailable("replay sampler: none of the " + std::to_string(num_shards()) +
-                          " replay shards is up");  // (none answered a probe)
-      }
-      for (double& v : q) v /= total;
-      std::size_t last = 0;  // the last shard with weight: where rounding lands
-      for (std::size_t s = 0; s < q.size(); ++s) {
-        if (q[s] > 0) last = s;
-      }
-      for (std::int64_t i = 0; i < remaining; ++i) {
-        const double u = split_rng ? split_rng->Uniform01() : rng_.Uniform01();
-        std::size_t chosen = last;
-        double cumulative = 0;
-        for (std::size_t s = 0; s < q.size(); ++s) {
-          cumulative += q[s];
-          if (q[s] > 0 && u < cumulative) {
-            chosen = s;
-            break;
-          }
-        }
-        ++counts[chosen];
-      }
-    }
-    std::vector<std::pair<std::size_t, std::future<rpc::Reply>>> calls;
-    const bool one_shard =
-        std::count_if(counts.begin(), counts.end(), [](std::int64_t c) { return c > 0; }) == 1;
-    for (std::size_t s = 0; s < shards_.size(); ++s) {
-      if (counts[s] == 0) continue;
-      rpc::CallOptions call{Remaining(deadline), /*idempotent=*/false};
-      calls.emplace_back(
-          s, StartShardCall(*shards_[s], protocol::kSample,
-                            protocol::EncodeSampleRequest(
-                                {counts[s], policy_version,
-                                 draw_seed ? std::optional<std::uint64_t>(DeriveSeed(
-                                                 *draw_seed, round * shards_.size() + s + 1))
-                                           : std::nullopt}),
-                            call, one_shard));
-    }
-    // Collect the parts as they arrive; once one arrived, the others get
-    // straggler_timeout.
-    std::optional<Clock::time_point> straggler_deadline;
-    while (!calls.empty()) {
-      auto ready = std::find_if(calls.begin(), calls.end(), [](auto& call) {
-        return call.second.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-      });
-      if (ready == calls.end()) {
-        const auto now = Clock::now();
-        if (now >= deadline) break;
-        if (straggler_deadline && now >= *straggler_deadline) {
-          MutexLock lock(mu_);
-          for (auto& [s, future] : calls) {
-            spdlog::warn(
-                "replay sampler: shard {} did not answer within {} ms of the others; "
-                "drawing its share elsewhere",
-                s, options_.straggler_timeout.count());
-            MarkDownLocked(s);  // its late reply is discarded by the rpc client
-          }
-          break;
-        }
-        calls.front().second.wait_for(std::chrono::milliseconds(1));
-        continue;
-      }
-      const std::size_t s = ready->first;
-      std::future<rpc::Reply> future = std::move(ready->second);
-      calls.erase(ready);
-      if (!straggler_deadline) straggler_deadline = Clock::now() + options_.straggler_timeout;
-      try {
-        protocol::ShardSample part = protocol::DecodeSampleReply(future.get().payloads);
-        if (part.shard != static_cast<int>(s)) {
-          throw FailedPrecondition("replay endpoint " + options_.endpoints[s] + " is shard " +
-                                   std::to_string(part.shard) + ", expected " + std::to_string(s));
-        }
-        {
-          MutexLock lock(mu_);
-          MarkUpLocked(s, part.totals);
-        }
-        remaining -= counts[s];
-        part_q.push_back(q[s]);
-        parts.push_back(std::move(part));
-      } catch (...) {
-        if (IsShardDown(std::current_exception())) {
-          MutexLock lock(mu_);
-          MarkDownLocked(s);
-          spdlog::warn("replay sampler: shard {} is down; drawing its share elsewhere", s);
-        } else if (!failure) {
-          failure = std::current_exception();
-        }
-      }
-    }
-    if (failure) std::rethrow_exception(failure);
-    if (!failure && remaining > 0 && Clock::now() >= deadline) {
+    const ShardSplit split = SplitAmongShards(draw.remaining, split_rng ? &*split_rng : nullptr);
+    CollectParts(split, deadline, draw);
+    if (draw.remaining > 0 && Clock::now() >= deadline) {
       throw DeadlineExceeded("replay sampler: no batch within " +
                              std::to_string(options_.timeout.count()) + " ms");
     }
-    if (failure) std::rethrow_exception(failure);
   }
   std::int64_t total_size = 0;
   {
@@ -336,13 +233,135 @@ SampledBatch ReplaySampler::Sample(std::int64_t batch_size,
   }
   SampledBatch batch;
   if (num_shards() == 1) {
-    batch = std::move(parts.front().batch);  // the shard's own weights are exact
+    batch = std::move(draw.parts.front().batch);  // the shard's own weights are exact
   } else {
-    batch = Merge(parts, part_q, total_size);
+    batch = Merge(draw.parts, draw.part_q, total_size);
   }
   MutexLock lock(mu_);
   stats_.items += batch.size();
   return batch;
+}
+
+ReplaySampler::ShardSplit ReplaySampler::SplitAmongShards(std::int64_t items, Rng* split_rng) {
+  // q_s proportional to the shards' weights (see the header).
+  ShardSplit split;
+  split.q.assign(shards_.size(), 0.0);
+  split.counts.assign(shards_.size(), 0);
+  MutexLock lock(mu_);
+  const auto now = Clock::now();
+  double total = 0;
+  for (int pass = 0; pass < 3 && total <= 0; ++pass) {
+    for (std::size_t s = 0; s < shards_.size(); ++s) {
+      if (state_[s].down_until > now || !state_[s].known) continue;
+      split.q[s] = pass == 0   ? state_[s].totals.total_weight
+                   : pass == 1 ? static_cast<double>(state_[s].totals.size)
+                               : 1.0;  // nothing known: wait on every live shard
+      total += split.q[s];
+    }
+  }
+  if (total <= 0) {
+    throw Unavailable("replay sampler: none of the " + std::to_string(num_shards()) +
+                      " replay shards is up");  // (none answered a probe)
+  }
+  for (double& v : split.q) v /= total;
+  std::size_t last = 0;  // the last shard with weight: where rounding lands
+  for (std::size_t s = 0; s < split.q.size(); ++s) {
+    if (split.q[s] > 0) last = s;
+  }
+  for (std::int64_t i = 0; i < items; ++i) {
+    const double u = split_rng ? split_rng->Uniform01() : rng_.Uniform01();
+    std::size_t chosen = last;
+    double cumulative = 0;
+    for (std::size_t s = 0; s < split.q.size(); ++s) {
+      cumulative += split.q[s];
+      if (split.q[s] > 0 && u < cumulative) {
+        chosen = s;
+        break;
+      }
+    }
+    ++split.counts[chosen];
+  }
+  return split;
+}
+
+void ReplaySampler::CollectParts(const ShardSplit& split, Clock::time_point deadline,
+                                 SampleDraw& draw) {
+  auto replies = std::make_shared<ShardReplies>();
+  std::set<std::size_t> waiting;
+  const bool one_shard = std::count_if(split.counts.begin(), split.counts.end(),
+                                       [](std::int64_t c) { return c > 0; }) == 1;
+  for (std::size_t s = 0; s < shards_.size(); ++s) {
+    if (split.counts[s] == 0) continue;
+    rpc::CallOptions call{Remaining(deadline), /*idempotent=*/false};
+    std::vector<Payload> request = protocol::EncodeSampleRequest(
+        {split.counts[s], draw.policy_version,
+         draw.draw_seed ? std::optional<std::uint64_t>(
+                              DeriveSeed(*draw.draw_seed, draw.round * shards_.size() + s + 1))
+                        : std::nullopt});
+    waiting.insert(s);
+    if (one_shard) {  // on this thread: no hand-over to the I/O thread
+      try {
+        rpc::Reply reply = shards_[s]->Invoke(protocol::kSample, std::move(request), call);
+        replies->Deliver(s, &reply, nullptr);
+      } catch (...) {
+        replies->Deliver(s, nullptr, std::current_exception());
+      }
+    } else {
+      shards_[s]->CallAsync(protocol::kSample, std::move(request), call,
+                            [replies, s](rpc::Reply* reply, std::exception_ptr error) {
+                              replies->Deliver(s, reply, std::move(error));
+                            });
+    }
+  }
+  // Take the parts as they arrive; once one arrived, the others get
+  // straggler_timeout.
+  std::optional<Clock::time_point> straggler_deadline;
+  std::exception_ptr failure;
+  while (!waiting.empty()) {
+    const Clock::time_point until =
+        straggler_deadline ? std::min(deadline, *straggler_deadline) : deadline;
+    std::optional<ShardReply> arrived = replies->WaitNext(until);
+    if (!arrived) {
+      if (Clock::now() < deadline) {
+        MutexLock lock(mu_);
+        for (std::size_t s : waiting) {
+          spdlog::warn(
+              "replay sampler: shard {} did not answer within {} ms of the others; "
+              "drawing its share elsewhere",
+              s, options_.straggler_timeout.count());
+          MarkDownLocked(s);  // its late reply is dropped with `replies`
+        }
+      }
+      break;
+    }
+    const std::size_t s = arrived->shard;
+    waiting.erase(s);
+    if (!straggler_deadline) straggler_deadline = Clock::now() + options_.straggler_timeout;
+    try {
+      if (arrived->error) std::rethrow_exception(arrived->error);
+      protocol::ShardSample part = protocol::DecodeSampleReply(arrived->reply.payloads);
+      if (part.shard != static_cast<int>(s)) {
+        throw FailedPrecondition("replay endpoint " + options_.endpoints[s] + " is shard " +
+                                 std::to_string(part.shard) + ", expected " + std::to_string(s));
+      }
+      {
+        MutexLock lock(mu_);
+        MarkUpLocked(s, part.totals);
+      }
+      draw.remaining -= split.counts[s];
+      draw.part_q.push_back(split.q[s]);
+      draw.parts.push_back(std::move(part));
+    } catch (...) {
+      if (IsShardDown(std::current_exception())) {
+        MutexLock lock(mu_);
+        MarkDownLocked(s);
+        spdlog::warn("replay sampler: shard {} is down; drawing its share elsewhere", s);
+      } else if (!failure) {
+        failure = std::current_exception();
+      }
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 PriorityUpdateResult ReplaySampler::UpdatePriorities(std::span<const std::uint64_t> keys,
@@ -351,12 +370,7 @@ PriorityUpdateResult ReplaySampler::UpdatePriorities(std::span<const std::uint64
     throw InvalidArgument("update_priorities: " + std::to_string(keys.size()) + " keys but " +
                           std::to_string(priorities.size()) + " priorities");
   }
-  for (double p : priorities) {
-    if (!std::isfinite(p) || p < 0) {
-      throw InvalidArgument("update_priorities: priorities must be finite and >= 0, got " +
-                            std::to_string(p));
-    }
-  }
+  CheckPriorities(priorities, "update_priorities: priorities");
   PriorityUpdateResult result;
   std::vector<std::vector<std::uint64_t>> shard_keys(shards_.size());
   std::vector<std::vector<double>> shard_priorities(shards_.size());

@@ -40,6 +40,7 @@
 
 #include "common/random.h"
 #include "common/thread_annotations.h"
+#include "replay/service/protocol.h"
 #include "replay/table_types.h"
 #include "rpc/client.h"
 
@@ -115,7 +116,30 @@ class ReplaySampler {
     int failures_in_a_row = 0;
     bool known = false;
   };
+  // How one round of a Sample splits its items: q_s, and counts[s] items
+  // from shard s.
+  struct ShardSplit {
+    std::vector<double> q;
+    std::vector<std::int64_t> counts;
+  };
+  // A Sample's progress over its rounds.
+  struct SampleDraw {
+    std::int64_t remaining = 0;
+    std::uint64_t round = 0;
+    std::optional<std::int64_t> policy_version;
+    std::optional<std::uint64_t> draw_seed;
+    std::vector<protocol::ShardSample> parts;
+    std::vector<double> part_q;
+  };
   void RefreshStaleTotals(std::chrono::steady_clock::time_point deadline);
+  // Throws Unavailable when no shard is up.
+  ShardSplit SplitAmongShards(std::int64_t items, Rng* split_rng) RLSWARM_EXCLUDES(mu_);
+  // Asks each shard of `split` for its share at once and adds the parts that
+  // arrive to `draw`; a shard that is down, or answers straggler_timeout
+  // after the first, is marked down and its share left for the next round.
+  // Rethrows another failure.
+  void CollectParts(const ShardSplit& split, std::chrono::steady_clock::time_point deadline,
+                    SampleDraw& draw) RLSWARM_EXCLUDES(mu_);
   void MarkDownLocked(std::size_t shard) RLSWARM_REQUIRES(mu_);
   void MarkUpLocked(std::size_t shard, const TableTotals& totals) RLSWARM_REQUIRES(mu_);
   rpc::Reply CallShard(int shard, const char* method, std::vector<Payload> payloads,

@@ -58,11 +58,9 @@ void ReplayServiceOptions::Validate() const {
     throw InvalidArgument("replay service: " + std::to_string(peers.size()) +
                           " peers for a service of " + std::to_string(num_shards) + " shards");
   }
-  if (checkpoint_interval.count() < 0 || peer_poll_interval.count() <= 0 ||
-      expiry_interval.count() <= 0) {
+  if (checkpoint_interval.count() < 0 || peer_poll_interval.count() <= 0) {
     throw InvalidArgument(
-        "replay service: checkpoint_interval must be >= 0 and peer_poll_interval, "
-        "expiry_interval > 0");
+        "replay service: checkpoint_interval must be >= 0 and peer_poll_interval > 0");
   }
   if (checkpoint_interval.count() > 0 && !checkpoints) {
     throw InvalidArgument("replay service: checkpoint_interval needs a checkpoint directory");
@@ -100,6 +98,7 @@ void ReplayService::Start() {
     }
     table_ = std::make_unique<Table>(options_.table);
   }
+  table_->SetWaiterParkedHook([this](Deadline deadline) { WaiterParked(deadline); });
   server_ = std::make_unique<rpc::Server>(options_.server);
   RegisterHandlers();
   server_->Start();
@@ -140,6 +139,7 @@ void ReplayService::Stop() {
     stopping_ = true;
   }
   wake_.NotifyAll();
+  maintenance_wake_.NotifyAll();
   table_->Close();
   server_->Stop();
   if (maintenance_.joinable()) maintenance_.join();
@@ -309,20 +309,42 @@ void ReplayService::RegisterHandlers() {
 }
 
 void ReplayService::MaintenanceLoop() {
-  auto next_poll = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  // With no waiter and no peer it sleeps until a waiter is parked; the cap
+  // keeps the deadline far from the clock's end.
+  constexpr auto kLongestSleep = std::chrono::hours(1);
+  auto next_poll = Clock::now();
   MutexLock lock(mu_);
   while (!stopping_) {
     lock.Unlock();
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = Clock::now();
     table_->ExpireWaiters(now);
     if (!peers_.empty() && now >= next_poll) {
       PollPeers();
       next_poll = now + options_.peer_poll_interval;
     }
+    // A waiter parked from here on is seen: by NextWaiterDeadline, or, if
+    // it comes later, by WaiterParked (maintenance_until_ is still max).
+    Clock::time_point until = peers_.empty() ? Clock::now() + kLongestSleep : next_poll;
+    if (const std::optional<Deadline> next = table_->NextWaiterDeadline()) {
+      until = std::min(until, *next);
+    }
     lock.Lock();
-    wake_.WaitFor(lock, options_.expiry_interval,
-                  [this]() RLSWARM_REQUIRES(mu_) { return stopping_; });
+    maintenance_until_ = until;
+    maintenance_wake_.WaitUntil(
+        lock, until, [this]() RLSWARM_REQUIRES(mu_) { return stopping_ || earlier_waiter_; });
+    earlier_waiter_ = false;
+    maintenance_until_ = Clock::time_point::max();
   }
+}
+
+void ReplayService::WaiterParked(Deadline deadline) {
+  {
+    MutexLock lock(mu_);
+    if (deadline >= maintenance_until_) return;  // it wakes by then anyway
+    earlier_waiter_ = true;
+  }
+  maintenance_wake_.NotifyOne();
 }
 
 void ReplayService::PollPeers() {

@@ -58,9 +58,6 @@ struct ReplayServiceOptions {
   std::vector<std::string> peers;
   rpc::ClientOptions peer_client;  // endpoint ignored; security, timeouts
   std::chrono::milliseconds peer_poll_interval{20};
-  // How often waiters are checked for expired deadlines (their DeadlineExceeded
-  // reply is at most this late).
-  std::chrono::milliseconds expiry_interval{5};
 
   // Throws InvalidArgument naming the bad option.
   void Validate() const;
@@ -107,6 +104,9 @@ class ReplayService {
   void MaintenanceLoop();
   void CheckpointLoop();
   void PollPeers();
+  // The table's hook: a call now waits until `deadline`; wakes the
+  // maintenance thread if it sleeps past it.
+  void WaiterParked(Deadline deadline) RLSWARM_EXCLUDES(mu_);
 
   const ReplayServiceOptions options_;
   std::unique_ptr<Checkpointer> checkpointer_;
@@ -116,6 +116,12 @@ class ReplayService {
 
   mutable Mutex mu_;
   CondVar wake_;
+  // The maintenance thread sleeps until maintenance_until_ (max while it
+  // is awake), and wakes early for a waiter with an earlier deadline.
+  CondVar maintenance_wake_;
+  std::chrono::steady_clock::time_point maintenance_until_ RLSWARM_GUARDED_BY(mu_) =
+      std::chrono::steady_clock::time_point::max();
+  bool earlier_waiter_ RLSWARM_GUARDED_BY(mu_) = false;
   bool started_ RLSWARM_GUARDED_BY(mu_) = false;
   bool stopping_ RLSWARM_GUARDED_BY(mu_) = false;
   ReplayServiceStats stats_ RLSWARM_GUARDED_BY(mu_);
