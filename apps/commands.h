@@ -7,6 +7,9 @@
 
 namespace rlswarm::apps {
 
+// `rlswarm config [--yaml] [--config FILE] [section.key=value ...]`,
+// `rlswarm config --markdown`
+void AddConfigCommand(CLI::App& app);
 // `rlswarm envs [--json]`
 void AddEnvsCommand(CLI::App& app);
 // `rlswarm evaluate --env NAME --policy random --episodes N --seed S ...`

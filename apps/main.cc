@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   CLI::App app{"rlswarm: distributed reinforcement learning (actors, sharded replay, FSDP learner)",
                "rlswarm"};
   app.require_subcommand(1);
+  rlswarm::apps::AddConfigCommand(app);
   rlswarm::apps::AddEnvsCommand(app);
   rlswarm::apps::AddEvaluateCommand(app);
   rlswarm::apps::AddKeygenCommand(app);

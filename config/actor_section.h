@@ -36,7 +36,11 @@ struct ActorSection {
     v.Field("num_actors", num_actors, "actor processes", Bounds{1, 1e6});
     v.Field("n_step", n_step, "n of the n-step returns", Bounds{1, 1000});
     v.Field("gamma", gamma, "discount factor", Bounds{0, 1});
-    v.Choice("exploration", exploration, "epsilon schedule", {"ape_x", "fixed", "linear"});
+    v.Choice("exploration", exploration,
+             "how the actors explore: ape_x = a constant epsilon per actor, spread across the "
+             "actors (Ape-X); fixed = epsilon for every actor; linear = annealed from "
+             "epsilon_start to epsilon_end. With td3, ape_x and fixed spread noise_sigma instead",
+             {"ape_x", "fixed", "linear"});
     v.Field("epsilon", epsilon, "ape_x base epsilon, or the fixed epsilon", Bounds{0, 1});
     v.Field("epsilon_alpha", epsilon_alpha, "ape_x: eps_i = eps^(1 + alpha i / (N - 1))",
             Bounds{0, 1000});

@@ -31,7 +31,7 @@ struct LogSection {
 
   template <class V>
   void Visit(V& v) {
-    v.Choice("level", level, "trace, debug, info, warn, error, critical or off",
+    v.Choice("level", level, "the least severe message level that is logged; off = none",
              {"trace", "debug", "info", "warn", "error", "critical", "off"});
   }
 };
@@ -52,7 +52,7 @@ struct EnvSection {
   template <class V>
   void Visit(V& v) {
     v.Field("name", name,
-            "environment: a built-in one (rlswarm envs lists them), gymnasium:ID (any env "
+            "the environment: a built-in one (rlswarm envs lists them), gymnasium:ID (any env "
             "gymnasium.make takes, module:ID imports module first) or plugin:PATH.so[:NAME]");
     v.Field("num_envs", num_envs, "environments per VectorEnv", Bounds{1, 1 << 20});
     v.Field("num_threads", num_threads, "threads stepping one VectorEnv", Bounds{1, 1024});

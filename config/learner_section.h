@@ -95,7 +95,9 @@ struct LearnerSection {
              {"dqn", "td3"});
     v.Field("batch_size", batch_size, "global batch; each of W ranks samples batch_size / W",
             Bounds{1, 1 << 20});
-    v.Choice("optimizer", optimizer, "optimizer", {"adam", "rmsprop"});
+    v.Choice("optimizer", optimizer,
+             "optimizer of every network the learner trains (td3: the policy and the critics)",
+             {"adam", "rmsprop"});
     v.Field("lr", lr, "learning rate", Bounds{1e-12, 10});
     v.Field("optimizer_eps", optimizer_eps,
             "added to the denominator of adam's and rmsprop's step (MinAtar's DQN: rmsprop 0.01)",
@@ -114,8 +116,9 @@ struct LearnerSection {
             Bounds{0, 1});
     v.Field("target_update_interval", target_update_interval,
             "updates between hard target copies (when target_tau is 0)", Bounds{1, 1e12});
-    v.Field("double_q", double_q, "double Q-learning targets (Ape-X)");
-    v.Field("huber_delta", huber_delta, "Huber loss threshold", Bounds{1e-12, 1e12});
+    v.Field("double_q", double_q,
+            "dqn: double Q-learning targets (van Hasselt et al. 2016; Ape-X)");
+    v.Field("huber_delta", huber_delta, "dqn: Huber loss threshold", Bounds{1e-12, 1e12});
     v.Field("reward_clip", reward_clip,
             "train on env rewards clipped to [-reward_clip, reward_clip], each step before the "
             "n-step sum (DQN on Atari: 1); 0 = off; returns, metrics and evaluations stay "

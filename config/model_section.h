@@ -34,16 +34,21 @@ struct ModelSection {
 
   template <class V>
   void Visit(V& v) {
-    v.Field("hidden_sizes", hidden_sizes, "MLP hidden layer sizes (vector observations)",
+    v.Field("hidden_sizes", hidden_sizes,
+            "hidden layer sizes of the MLP (torso plain, vector observations) and of td3's policy "
+            "and critics",
             Bounds{1, 1 << 20});
-    v.Field("conv_filters", conv_filters, "MinAtar net: 3x3 conv filters", Bounds{1, 4096});
-    v.Field("minatar_hidden", minatar_hidden, "MinAtar net: fully connected units",
+    v.Field("conv_filters", conv_filters,
+            "MinAtar: 3x3 conv filters of the MinAtar net (torso plain)", Bounds{1, 4096});
+    v.Field("minatar_hidden", minatar_hidden,
+            "fully connected units of the MinAtar net (torso plain) and of nature_cnn",
             Bounds{1, 65536});
     v.Choice("torso", torso,
              "plain: the MLP (hidden_sizes) or the MinAtar net (conv_filters, minatar_hidden); "
              "residual: a residual MLP (width, blocks) or an IMPALA-style residual conv torso "
              "(channels, stages, blocks_per_stage, width), one layer per block; nature_cnn: the "
-             "Nature DQN network for Atari frame stacks [C, H, W] (minatar_hidden units)",
+             "Nature DQN network for Atari frame stacks [C, H, W] (minatar_hidden units). dqn "
+             "only: td3's networks are MLPs of hidden_sizes",
              {"plain", "residual", "nature_cnn"});
     v.Field("width", width,
             "residual torso: width of the MLP's residual stream (params ~ 2 blocks width^2), "
@@ -61,7 +66,8 @@ struct ModelSection {
             Bounds{1, 8});
     v.Field("blocks_per_stage", blocks_per_stage,
             "residual conv torso: residual blocks per stage (two 3x3 convs each)", Bounds{1, 1024});
-    v.Field("dueling", dueling, "dueling head (Wang et al. 2016)");
+    v.Field("dueling", dueling,
+            "dqn: a dueling head, separate value and advantage streams (Wang et al. 2016)");
     v.Field("seed", seed, "seed of the initial parameters");
   }
 

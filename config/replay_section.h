@@ -47,9 +47,14 @@ struct ReplaySection {
     v.Field("endpoints", endpoints,
             "one endpoint per shard (e.g. tcp://10.0.0.2:47000); overrides host/base_port");
     v.Field("capacity", capacity, "items per shard (FIFO eviction when full)", Bounds{1, 1e10});
-    v.Choice("selector", selector, "how samples are drawn", {"uniform", "prioritized"});
-    v.Field("alpha", alpha, "PER priority exponent", Bounds{0, 100});
-    v.Field("beta", beta, "PER importance-sampling exponent", Bounds{0, 1});
+    v.Choice("selector", selector,
+             "how samples are drawn: uniform, or in proportion to priority^alpha (PER)",
+             {"uniform", "prioritized"});
+    v.Field("alpha", alpha, "prioritized: priority exponent (PER; 0 = uniform)", Bounds{0, 100});
+    v.Field(
+        "beta", beta,
+        "prioritized: importance-sampling exponent of the loss weights (PER; 1 = full correction)",
+        Bounds{0, 1});
     v.Field("min_size_to_sample", min_size_to_sample, "items a shard holds before sampling",
             Bounds{1, 1e10});
     v.Field("samples_per_insert", samples_per_insert,
