@@ -133,6 +133,13 @@ class Actor {
   // class comment) and returns false: that step produced no transitions.
   bool StepEnvs(const std::vector<std::byte>& actions, std::uint64_t& env_seed);
   void RefreshWeights();
+  // V(final observation) of the envs whose episodes the time limit cut
+  // this step, for the n-step bootstrap; the vectors are reused buffers.
+  void BootstrapTruncated(std::vector<std::byte>& final_rows, std::vector<float>& final_values);
+  // After the loop: prices, sends and flushes (up to 5 s) what the actor
+  // still holds, then closes the writer. `observations` and `values` are
+  // the loop's buffers, reused.
+  void SendRemaining(std::vector<std::byte>& observations, std::vector<float>& values);
   // Hands the ready transitions to the writer once a batch's worth
   // (max_batch_items) has gathered, the oldest has waited flush_interval,
   // or `force`.
