@@ -77,6 +77,9 @@ Actor::~Actor() = default;
 
 void Actor::Stop() {
   stop_ = true;
+  // A send waiting for room (replay's rate limiter holding inserts) would
+  // keep Run() from seeing the stop for up to the writer's max_block.
+  writer_.StopWaiting();
   env_.RequestStop();
 }
 

@@ -122,7 +122,8 @@ class Actor {
   // `on_episode` (optional) runs on this thread for every finished episode.
   void Run(const std::function<void(const EpisodeStats&)>& on_episode = {});
   // From any thread. An env step in flight gets a short grace (a hung
-  // Gymnasium env's worker is then killed).
+  // Gymnasium env's worker is then killed); a send waiting for room in the
+  // writer's buffer stops waiting (its oldest batch is dropped instead).
   void Stop();
   ActorStats stats() const;
   // The current exploration value: epsilon (dqn) or sigma (td3).
