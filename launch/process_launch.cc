@@ -272,15 +272,16 @@ SupervisorOptions Supervision(const config::LaunchSection& launch) {
 // the Prometheus targets (the launcher's first).
 class RoleChildren {
  public:
+  // `binary`: what every child runs (this launcher's own executable).
   // Throws ConfigError when a fixed launch.metrics_port leaves no room for
   // the children's ports.
   RoleChildren(const config::ExperimentConfig& config, const RunDirectory& run,
-               const RunEndpoints& endpoints, ProcessSupervisor& supervisor)
+               const RunEndpoints& endpoints, std::string binary, ProcessSupervisor& supervisor)
       : config_(config),
         run_(run),
         endpoints_(endpoints),
         supervisor_(supervisor),
-        binary_(fs::read_symlink("/proc/self/exe").string()),
+        binary_(std::move(binary)),
         metrics_(config.launch.metrics_port >= 0),
         run_label_{{"run", run.name()}} {
     // Every child serves its own /metrics (launch/role_metrics.h) when the
@@ -398,11 +399,12 @@ void ReportRestart(const std::string& name, const std::string& how,
 RunSummary RunProcesses(config::ExperimentConfig config, const RunDirectory& run,
                         observe::ScalarLog& scalars, const RunSummary& earlier,
                         const sigset_t& stop_signals) {
+  std::string binary = fs::read_symlink("/proc/self/exe").string();
   const int ranks = static_cast<int>(config.launch.learner_ranks);
   // Fixed ports for the run, so restarts rebind them and peers reconnect.
   const RunEndpoints endpoints = PickEndpoints(config, run, ranks);
   ProcessSupervisor supervisor(Supervision(config.launch));
-  RoleChildren children(config, run, endpoints, supervisor);
+  RoleChildren children(config, run, endpoints, std::move(binary), supervisor);
   children.AddAll(earlier);
   FirstGivenUp given_up;
   supervisor.on_exit = ReportRestart;
