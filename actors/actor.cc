@@ -77,6 +77,9 @@ Actor::~Actor() = default;
 
 void Actor::Stop() {
   stop_ = true;
+  // A send waiting for room (replay's rate limiter holding inserts) would
+  // keep Run() from seeing the stop for up to the writer's max_block.
+  writer_.StopWaiting();
   env_.RequestStop();
 }
 
@@ -234,19 +237,7 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
                      {env_.final_observations(), mm * obs_bytes},
                      policy_version_,
                      {env_.reset_steps(), mm}});
-    const auto& truncated = n_step_.truncated_envs();
-    if (!truncated.empty()) {
-      // V(final observation) for the time-limit bootstrap: one small batch.
-      const auto k = static_cast<std::int64_t>(truncated.size());
-      final_rows.resize(truncated.size() * obs_bytes);
-      for (std::size_t j = 0; j < truncated.size(); ++j) {
-        const auto row = env_.final_observation(truncated[j]);
-        std::memcpy(final_rows.data() + j * obs_bytes, row.data(), obs_bytes);
-      }
-      final_values.resize(truncated.size());
-      policy_->Values(final_rows, k, final_values);
-      n_step_.SetFinalValues(final_values);
-    }
+    BootstrapTruncated(final_rows, final_values);
     steps += m;
     ++iteration;
     std::int64_t finished = 0;
@@ -276,10 +267,31 @@ void Actor::Run(const std::function<void(const EpisodeStats&)>& on_episode) {
     stats_.steps_per_sec = static_cast<double>(steps) /
                            std::max(1e-9, std::chrono::duration<double>(now - start).count());
   }
+  SendRemaining(observations, values);
+}
+
+void Actor::BootstrapTruncated(std::vector<std::byte>& final_rows,
+                               std::vector<float>& final_values) {
+  const auto& truncated = n_step_.truncated_envs();
+  if (truncated.empty()) return;
+  // V(final observation) for the time-limit bootstrap: one small batch.
+  const std::size_t obs_bytes = env_.observation_bytes();
+  const auto k = static_cast<std::int64_t>(truncated.size());
+  final_rows.resize(truncated.size() * obs_bytes);
+  for (std::size_t j = 0; j < truncated.size(); ++j) {
+    const auto row = env_.final_observation(truncated[j]);
+    std::memcpy(final_rows.data() + j * obs_bytes, row.data(), obs_bytes);
+  }
+  final_values.resize(truncated.size());
+  policy_->Values(final_rows, k, final_values);
+  n_step_.SetFinalValues(final_values);
+}
+
+void Actor::SendRemaining(std::vector<std::byte>& observations, std::vector<float>& values) {
   // The last step's transitions get their priorities from the current
   // observations, so that stopping loses none of what the actor holds.
   std::memcpy(observations.data(), env_.observations(), observations.size());
-  policy_->Values(observations, m, values);
+  policy_->Values(observations, env_.num_envs(), values);
   n_step_.SetCurrentValues(values);
   SendReady(true);
   writer_.Flush(std::chrono::seconds(5));

@@ -122,7 +122,8 @@ class Actor {
   // `on_episode` (optional) runs on this thread for every finished episode.
   void Run(const std::function<void(const EpisodeStats&)>& on_episode = {});
   // From any thread. An env step in flight gets a short grace (a hung
-  // Gymnasium env's worker is then killed).
+  // Gymnasium env's worker is then killed); a send waiting for room in the
+  // writer's buffer stops waiting (its oldest batch is dropped instead).
   void Stop();
   ActorStats stats() const;
   // The current exploration value: epsilon (dqn) or sigma (td3).
@@ -133,6 +134,13 @@ class Actor {
   // class comment) and returns false: that step produced no transitions.
   bool StepEnvs(const std::vector<std::byte>& actions, std::uint64_t& env_seed);
   void RefreshWeights();
+  // V(final observation) of the envs whose episodes the time limit cut
+  // this step, for the n-step bootstrap; the vectors are reused buffers.
+  void BootstrapTruncated(std::vector<std::byte>& final_rows, std::vector<float>& final_values);
+  // After the loop: prices, sends and flushes (up to 5 s) what the actor
+  // still holds, then closes the writer. `observations` and `values` are
+  // the loop's buffers, reused.
+  void SendRemaining(std::vector<std::byte>& observations, std::vector<float>& values);
   // Hands the ready transitions to the writer once a batch's worth
   // (max_batch_items) has gathered, the oldest has waited flush_interval,
   // or `force`.

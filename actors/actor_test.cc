@@ -6,6 +6,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -256,6 +258,41 @@ TEST(ActorTest, SurvivesReplayKilledAndRestartedAndResumesSending) {
   const ActorStats stats = actor.stats();
   EXPECT_GT(stats.writer.items_dropped, 0);  // the buffer bound was hit, and counted
   EXPECT_LE(stats.writer.buffered, 64);
+}
+
+// Replay's rate limiter holds every insert past the first few (nothing
+// samples), so the writer's buffer fills and the actor's next send waits for
+// room, up to max_block. Stop() ends that wait: Run() returns after its
+// final flush (5 s at most), not after max_block.
+TEST(ActorTest, StopWakesASendWaitingForRoomBehindTheRateLimiter) {
+  replay::ReplayServiceOptions o;
+  o.table.signature = kCartPole;
+  o.table.capacity = 100000;
+  o.table.rate_limiter = replay::RateLimiterOptions::SampleToInsertRatio(1.0, 1, 10.0);
+  o.server.endpoint = "tcp://127.0.0.1:*";
+  replay::ReplayService shard(o);
+  shard.Start();
+  replay::ReplayWriterOptions writer = Writer(shard.endpoint());
+  writer.max_in_flight = 1;
+  writer.max_buffered_batches = 2;
+  writer.max_block = 60s;
+  Actor actor(CartPoleActor(0), kMlp, 1, writer);
+  std::atomic<bool> returned{false};
+  std::thread run([&] {
+    actor.Run();
+    returned = true;
+  });
+  ASSERT_TRUE(replay::testing::WaitFor([&] { return actor.stats().writer.buffered >= 2; }, 20s))
+      << "the writer's buffer never filled";
+  const auto stopped_at = std::chrono::steady_clock::now();
+  actor.Stop();
+  const bool returned_in_time = replay::testing::WaitFor([&] { return returned.load(); }, 20s);
+  run.join();  // after max_block at the latest
+  EXPECT_TRUE(returned_in_time)
+      << "Run() returned only after "
+      << std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count()
+      << " s";
+  shard.Stop();
 }
 
 }  // namespace

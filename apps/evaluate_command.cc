@@ -126,9 +126,9 @@ struct EvaluateArgs {
   std::vector<std::string> overrides;
 };
 
-void RunEvaluate(const EvaluateArgs& args, const CLI::App& cmd) {
-  // Flags are shorthands for config keys; `section.key=value` arguments come
-  // last and win.
+// The config overrides the flags stand for. Flags are shorthands for config
+// keys; `section.key=value` arguments come last and win.
+std::vector<std::string> ConfigOverrides(const EvaluateArgs& args, const CLI::App& cmd) {
   std::vector<std::string> overrides;
   if (!args.env.empty()) overrides.push_back("env.name=" + args.env);
   if (!args.policy.empty()) overrides.push_back("evaluate.policy=" + args.policy);
@@ -138,8 +138,44 @@ void RunEvaluate(const EvaluateArgs& args, const CLI::App& cmd) {
   if (cmd.count("--seed")) overrides.push_back(fmt::format("evaluate.seed={}", args.seed));
   if (cmd.count("--num-envs")) overrides.push_back(fmt::format("env.num_envs={}", args.num_envs));
   overrides.insert(overrides.end(), args.overrides.begin(), args.overrides.end());
+  return overrides;
+}
 
-  config::ExperimentConfig config = config::ExperimentConfig::Load(args.config_file, overrides);
+// The summary on stdout: one JSON object with --json, else three lines.
+void PrintResults(const EvaluateArgs& args, const config::ExperimentConfig& config,
+                  std::int64_t num_envs, const envs::ReturnSummary& s, std::int64_t steps,
+                  double seconds) {
+  const auto& env_cfg = config.env;
+  const auto& eval = config.evaluate;
+  if (args.json) {
+    nlohmann::json j = {{"env", env_cfg.name},
+                        {"policy", eval.policy},
+                        {"checkpoint", args.checkpoint},
+                        {"epsilon", args.epsilon},
+                        {"episodes", s.episodes},
+                        {"seed", eval.seed},
+                        {"num_envs", num_envs},
+                        {"mean_return", s.mean_return},
+                        {"std_return", s.std_return},
+                        {"min_return", s.min_return},
+                        {"max_return", s.max_return},
+                        {"mean_length", s.mean_length},
+                        {"env_steps", steps},
+                        {"wall_time_s", seconds}};
+    std::cout << j.dump() << "\n";
+  } else {
+    fmt::print("{} ({} policy), {} episodes, seed {}\n", env_cfg.name, eval.policy, s.episodes,
+               eval.seed);
+    fmt::print("  return: mean {:.3f}  std {:.3f}  min {:.3f}  max {:.3f}\n", s.mean_return,
+               s.std_return, s.min_return, s.max_return);
+    fmt::print("  length: mean {:.2f}   ({} env steps in {:.3f} s)\n", s.mean_length, steps,
+               seconds);
+  }
+}
+
+void RunEvaluate(const EvaluateArgs& args, const CLI::App& cmd) {
+  config::ExperimentConfig config =
+      config::ExperimentConfig::Load(args.config_file, ConfigOverrides(args, cmd));
   if (args.print_config) {
     std::cout << config.ToYaml();
     return;
@@ -212,31 +248,7 @@ void RunEvaluate(const EvaluateArgs& args, const CLI::App& cmd) {
     std::fputs(where.c_str(), args.json ? stderr : stdout);
     std::fflush(args.json ? stderr : stdout);
   }
-
-  if (args.json) {
-    nlohmann::json j = {{"env", env_cfg.name},
-                        {"policy", eval.policy},
-                        {"checkpoint", args.checkpoint},
-                        {"epsilon", args.epsilon},
-                        {"episodes", s.episodes},
-                        {"seed", eval.seed},
-                        {"num_envs", env.num_envs()},
-                        {"mean_return", s.mean_return},
-                        {"std_return", s.std_return},
-                        {"min_return", s.min_return},
-                        {"max_return", s.max_return},
-                        {"mean_length", s.mean_length},
-                        {"env_steps", steps},
-                        {"wall_time_s", seconds}};
-    std::cout << j.dump() << "\n";
-  } else {
-    fmt::print("{} ({} policy), {} episodes, seed {}\n", env_cfg.name, eval.policy, s.episodes,
-               eval.seed);
-    fmt::print("  return: mean {:.3f}  std {:.3f}  min {:.3f}  max {:.3f}\n", s.mean_return,
-               s.std_return, s.min_return, s.max_return);
-    fmt::print("  length: mean {:.2f}   ({} env steps in {:.3f} s)\n", s.mean_length, steps,
-               seconds);
-  }
+  PrintResults(args, config, env.num_envs(), s, steps, seconds);
 }
 
 }  // namespace

@@ -190,6 +190,114 @@ bool TracedUpdate(learner::Communicator& comm, learner::ApeXLearner& dqn, const 
   return ran;
 }
 
+// This rank's place in the learner group.
+struct RankGroup {
+  std::shared_ptr<learner::Communicator> comm;  // the world's
+  learner::ShardMesh mesh;
+  learner::ProcessGroupHandle group;  // the store must outlive the group
+};
+
+// Joins the group (a rendezvous that waits for every rank) when the plan
+// needs one; a single rank gets a communicator without store or group.
+RankGroup JoinGroup(const learner::RendezvousOptions& rendezvous, const learner::DevicePlan& plan,
+                    bool hybrid, int shard_group_size) {
+  RankGroup g;
+  if (!plan.needs_group) {
+    g.comm = std::make_shared<learner::Communicator>();  // no store, no group
+    g.mesh = learner::ShardMesh::OneDim(g.comm);
+    return g;
+  }
+  g.group = learner::Rendezvous(rendezvous);
+  g.comm = g.group.MakeCommunicator();
+  learner::CheckDistinctDevices(*g.comm, plan.device, HostName());
+  g.mesh = hybrid ? learner::MakeShardMesh(g.group, shard_group_size)
+                  : learner::ShardMesh::OneDim(g.comm);
+  g.comm = g.mesh.world;
+  if (hybrid) {
+    spdlog::info("hybrid_shard: {} replicas x shard groups of {} ranks", g.mesh.num_replicas(),
+                 shard_group_size);
+  }
+  return g;
+}
+
+// Says where this rank publishes its weights, in the log and (with
+// --weights-endpoint-file; rank r > 0 appends ".rank<r>") in a file.
+void AnnounceWeights(learner::ApeXLearner& dqn, const LearnerArgs& args, int rank) {
+  spdlog::info("weights on {} (snapshot {})", dqn.broadcaster().endpoint(),
+               dqn.broadcaster().snapshot_endpoint());
+  if (args.weights_endpoint_file.empty()) return;
+  std::string path = args.weights_endpoint_file;
+  if (rank > 0) path += ".rank" + std::to_string(rank);
+  launch::WriteLinesAtomically(
+      path, {dqn.broadcaster().endpoint(), dqn.broadcaster().snapshot_endpoint()});
+}
+
+// Updates until learner.max_updates or until the ranks agree to stop (a
+// signal of `stop_signals` to any rank); keeps `counters` current. Returns
+// the signal this rank got, 0 if none.
+int TrainUntilStopped(learner::ApeXLearner& dqn, learner::Communicator& comm,
+                      const config::ExperimentConfig& config, const LearnerArgs& args,
+                      const sigset_t& stop_signals, launch::LearnerRankCounters& counters) {
+  const int64_t max_updates = config.learner.max_updates;
+  const int64_t check_every = config.learner.stop_check_interval;
+  int signal_number = 0;
+  // This rank's stop request (a signal), polled every `check_every` updates
+  // and on every wait for replay; the ranks agree on it in Update()'s
+  // readiness all-reduce, so they all stop after the same update, also when
+  // the request comes while they wait for replay.
+  bool stop_requested = false;
+  bool waiting = false;  // the last Update() found no batch on some rank
+  const int64_t traced_update = dqn.updates() + kTracedUpdate;
+  while (max_updates == 0 || dqn.updates() < max_updates) {
+    if (!stop_requested && (waiting || dqn.updates() % check_every == 0)) {
+      stop_requested = StopRequested(stop_signals, &signal_number);
+    }
+    const bool trace = !args.trace_file.empty() && dqn.updates() + 1 == traced_update;
+    const bool ran = trace ? TracedUpdate(comm, dqn, args.trace_file, stop_signals, stop_requested,
+                                          &signal_number)
+                           : dqn.Update(stop_requested);
+    if (!ran) {
+      if (dqn.stop_agreed()) break;
+      // Replay had no batch in time on some rank (not filled yet, or rate
+      // limited); every rank knows it and retries.
+      counters.replay_waits.fetch_add(1, std::memory_order_relaxed);
+      waiting = true;
+      continue;
+    }
+    waiting = false;
+    counters.updates.store(dqn.updates(), std::memory_order_relaxed);
+    const learner::StepHealth& health = dqn.algorithm().main_model().health();
+    if (!health.skipped) counters.grad_norm.store(health.grad_norm, std::memory_order_relaxed);
+    counters.update_to_weight.store(health.update_to_weight, std::memory_order_relaxed);
+    counters.nonfinite_skipped.store(health.skipped_steps, std::memory_order_relaxed);
+  }
+  return signal_number;
+}
+
+// The run's last figures: why it stopped, the last interval's metrics and
+// the measured memory peak.
+void LogFinish(learner::ApeXLearner& dqn, int signal_number, learner::PeakMemoryMeter& memory,
+               const learner::DevicePlan& plan) {
+  if (signal_number != 0) {
+    spdlog::info("{}: stopping at update {}", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
+                 dqn.updates());
+  } else if (dqn.stop_agreed()) {
+    spdlog::info("stopping at update {}: another rank was asked to stop", dqn.updates());
+  }
+  const learner::LearnerMetrics m = dqn.TakeMetrics();
+  spdlog::info(
+      "{} updates; last interval {:.1f} updates/s, loss {:.4g}, mean |td| {:.4g}, grad norm "
+      "{:.3g}, update/weight {:.2g}; {} skipped (non-finite gradient)",
+      m.updates, m.updates_per_sec, m.loss, m.mean_abs_td, m.grad_norm, m.update_to_weight,
+      m.nonfinite_skipped);
+  spdlog::info("measured peak {} bytes above the {} bytes in use before the model was built ({})",
+               memory.PeakBytesAboveBaseline(), memory.baseline_bytes(),
+               plan.device.is_cuda() ? "CUDA caching allocator"
+               : memory.ResetsHighWaterMark()
+                   ? "resident high-water mark"
+                   : "resident high-water mark since the process started: clear_refs unavailable");
+}
+
 void RunLearner(const LearnerArgs& args) {
   std::vector<std::string> overrides;
   if (!args.metrics_bind.empty()) overrides.push_back("launch.metrics_bind=" + args.metrics_bind);
@@ -245,24 +353,10 @@ void RunLearner(const LearnerArgs& args) {
       hybrid ? config.learner.ShardGroupSize(rendezvous.world_size, rendezvous.local_world_size,
                                              args.config_file)
              : rendezvous.world_size;
-  std::shared_ptr<learner::Communicator> comm;
-  learner::ShardMesh mesh;
-  learner::ProcessGroupHandle group;  // the store must outlive the group
-  if (!plan.needs_group) {
-    comm = std::make_shared<learner::Communicator>();  // no store, no group
-    mesh = learner::ShardMesh::OneDim(comm);
-  } else {
-    group = learner::Rendezvous(rendezvous);
-    comm = group.MakeCommunicator();
-    learner::CheckDistinctDevices(*comm, plan.device, HostName());
-    mesh =
-        hybrid ? learner::MakeShardMesh(group, shard_group_size) : learner::ShardMesh::OneDim(comm);
-    comm = mesh.world;
-    if (hybrid) {
-      spdlog::info("hybrid_shard: {} replicas x shard groups of {} ranks", mesh.num_replicas(),
-                   shard_group_size);
-    }
-  }
+  RankGroup rank_group = JoinGroup(rendezvous, plan, hybrid, shard_group_size);
+  const std::shared_ptr<learner::Communicator>& comm = rank_group.comm;
+  const learner::ShardMesh& mesh = rank_group.mesh;
+  const learner::ProcessGroupHandle& group = rank_group.group;
   // Before the learner's first collective (resuming, publishing), destroyed
   // after the learner's last: every collective of the run is watched.
   std::unique_ptr<learner::Watchdog> watchdog;
@@ -285,67 +379,11 @@ void RunLearner(const LearnerArgs& args) {
   counters.updates = dqn.updates();
 
   if (options.publish_interval > 0 && dqn.broadcaster().publishes()) {
-    spdlog::info("weights on {} (snapshot {})", dqn.broadcaster().endpoint(),
-                 dqn.broadcaster().snapshot_endpoint());
-    if (!args.weights_endpoint_file.empty()) {
-      std::string path = args.weights_endpoint_file;
-      if (rendezvous.rank > 0) path += ".rank" + std::to_string(rendezvous.rank);
-      launch::WriteLinesAtomically(
-          path, {dqn.broadcaster().endpoint(), dqn.broadcaster().snapshot_endpoint()});
-    }
+    AnnounceWeights(dqn, args, rendezvous.rank);
   }
 
-  const int64_t max_updates = config.learner.max_updates;
-  const int64_t check_every = config.learner.stop_check_interval;
-  int signal_number = 0;
-  // This rank's stop request (a signal), polled every `check_every` updates
-  // and on every wait for replay; the ranks agree on it in Update()'s
-  // readiness all-reduce, so they all stop after the same update, also when
-  // the request comes while they wait for replay.
-  bool stop_requested = false;
-  bool waiting = false;  // the last Update() found no batch on some rank
-  const int64_t traced_update = dqn.updates() + kTracedUpdate;
-  while (max_updates == 0 || dqn.updates() < max_updates) {
-    if (!stop_requested && (waiting || dqn.updates() % check_every == 0)) {
-      stop_requested = StopRequested(stop_signals, &signal_number);
-    }
-    const bool trace = !args.trace_file.empty() && dqn.updates() + 1 == traced_update;
-    const bool ran = trace ? TracedUpdate(*comm, dqn, args.trace_file, stop_signals, stop_requested,
-                                          &signal_number)
-                           : dqn.Update(stop_requested);
-    if (!ran) {
-      if (dqn.stop_agreed()) break;
-      // Replay had no batch in time on some rank (not filled yet, or rate
-      // limited); every rank knows it and retries.
-      counters.replay_waits.fetch_add(1, std::memory_order_relaxed);
-      waiting = true;
-      continue;
-    }
-    waiting = false;
-    counters.updates.store(dqn.updates(), std::memory_order_relaxed);
-    const learner::StepHealth& health = dqn.algorithm().main_model().health();
-    if (!health.skipped) counters.grad_norm.store(health.grad_norm, std::memory_order_relaxed);
-    counters.update_to_weight.store(health.update_to_weight, std::memory_order_relaxed);
-    counters.nonfinite_skipped.store(health.skipped_steps, std::memory_order_relaxed);
-  }
-  if (signal_number != 0) {
-    spdlog::info("{}: stopping at update {}", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
-                 dqn.updates());
-  } else if (dqn.stop_agreed()) {
-    spdlog::info("stopping at update {}: another rank was asked to stop", dqn.updates());
-  }
-  const learner::LearnerMetrics m = dqn.TakeMetrics();
-  spdlog::info(
-      "{} updates; last interval {:.1f} updates/s, loss {:.4g}, mean |td| {:.4g}, grad norm "
-      "{:.3g}, update/weight {:.2g}; {} skipped (non-finite gradient)",
-      m.updates, m.updates_per_sec, m.loss, m.mean_abs_td, m.grad_norm, m.update_to_weight,
-      m.nonfinite_skipped);
-  spdlog::info("measured peak {} bytes above the {} bytes in use before the model was built ({})",
-               memory.PeakBytesAboveBaseline(), memory.baseline_bytes(),
-               plan.device.is_cuda() ? "CUDA caching allocator"
-               : memory.ResetsHighWaterMark()
-                   ? "resident high-water mark"
-                   : "resident high-water mark since the process started: clear_refs unavailable");
+  const int signal_number = TrainUntilStopped(dqn, *comm, config, args, stop_signals, counters);
+  LogFinish(dqn, signal_number, memory, plan);
   // The final weights reach the actors and the launcher's evaluator too.
   if (options.publish_interval > 0) dqn.Publish();
   if (!options.checkpoint_dir.empty()) {

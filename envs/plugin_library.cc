@@ -4,10 +4,10 @@
 
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <system_error>
 
 #include "common/errors.h"
+#include "common/thread_annotations.h"
 #include "envs/registry.h"
 
 namespace rlswarm::envs {
@@ -15,14 +15,14 @@ namespace {
 
 // dlopen once per file: keyed by the canonical path, so "./x.so" and its
 // absolute path are one library. Leaked on purpose (never unloaded).
-std::mutex& LibrariesMutex() {
-  static auto* mutex = new std::mutex;
-  return *mutex;
-}
+struct LoadedLibraries {
+  Mutex mu;
+  std::map<std::string, std::shared_ptr<const PluginLibrary>> by_path RLSWARM_GUARDED_BY(mu);
+};
 
-std::map<std::string, std::shared_ptr<const PluginLibrary>>& Libraries() {
-  static auto* libraries = new std::map<std::string, std::shared_ptr<const PluginLibrary>>;
-  return *libraries;
+LoadedLibraries& Loaded() {
+  static auto* loaded = new LoadedLibraries;
+  return *loaded;
 }
 
 std::string Canonical(const PluginAddress& address) {
@@ -68,9 +68,9 @@ PluginAddress ParsePluginAddress(std::string_view address) {
 
 std::shared_ptr<const PluginLibrary> PluginLibrary::Load(const PluginAddress& address) {
   std::string path = Canonical(address);
-  std::lock_guard lock(LibrariesMutex());
-  auto& libraries = Libraries();
-  if (auto it = libraries.find(path); it != libraries.end()) return it->second;
+  LoadedLibraries& loaded = Loaded();
+  MutexLock lock(loaded.mu);
+  if (auto it = loaded.by_path.find(path); it != loaded.by_path.end()) return it->second;
 
   // The canonical path contains a '/', so dlopen opens exactly that file
   // instead of searching LD_LIBRARY_PATH and the system's directories.
@@ -89,7 +89,7 @@ std::shared_ptr<const PluginLibrary> PluginLibrary::Load(const PluginAddress& ad
   }
   auto entry = reinterpret_cast<rlswarm_env_plugin_entry>(symbol);
   std::shared_ptr<const PluginLibrary> library(new PluginLibrary(path, entry));
-  libraries.emplace(std::move(path), library);
+  loaded.by_path.emplace(std::move(path), library);
   return library;
 }
 

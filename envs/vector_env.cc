@@ -1,15 +1,14 @@
 #include "envs/vector_env.h"
 
-#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 
 #include "common/errors.h"
+#include "common/thread_annotations.h"
 #include "envs/gymnasium/env_worker.h"
 
 namespace rlswarm::envs {
@@ -27,23 +26,23 @@ class VectorEnv::WorkerPool {
 
   ~WorkerPool() {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       stop_ = true;
     }
-    start_.notify_all();
+    start_.NotifyAll();
     for (auto& t : threads_) t.join();
   }
 
-  void Run() {
+  void Run() RLSWARM_EXCLUDES(mutex_) {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       ++generation_;
       pending_ = static_cast<int>(threads_.size());
     }
-    start_.notify_all();
+    start_.NotifyAll();
     RunChunk(0);
-    std::unique_lock lock(mutex_);
-    finished_.wait(lock, [this] { return pending_ == 0; });
+    MutexLock lock(mutex_);
+    finished_.Wait(lock, [this]() RLSWARM_REQUIRES(mutex_) { return pending_ == 0; });
     for (auto& e : errors_) {
       if (e) std::rethrow_exception(std::exchange(e, nullptr));
     }
@@ -58,30 +57,33 @@ class VectorEnv::WorkerPool {
     }
   }
 
-  void Loop(int k) {
+  void Loop(int k) RLSWARM_EXCLUDES(mutex_) {
     std::uint64_t seen = 0;
     while (true) {
       {
-        std::unique_lock lock(mutex_);
-        start_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        MutexLock lock(mutex_);
+        start_.Wait(
+            lock, [this, seen]() RLSWARM_REQUIRES(mutex_) { return stop_ || generation_ != seen; });
         if (stop_) return;
         seen = generation_;
       }
       RunChunk(k);
-      std::lock_guard lock(mutex_);
-      if (--pending_ == 0) finished_.notify_one();
+      MutexLock lock(mutex_);
+      if (--pending_ == 0) finished_.NotifyOne();
     }
   }
 
   std::function<void(int)> work_;
-  std::vector<std::exception_ptr> errors_;  // slot k written only by chunk k
+  // Slot k is written only by chunk k, and read by Run() once every chunk
+  // has reported done under mutex_ (which orders the write before the read).
+  std::vector<std::exception_ptr> errors_;
   std::vector<std::thread> threads_;
-  std::mutex mutex_;
-  std::condition_variable start_;
-  std::condition_variable finished_;
-  std::uint64_t generation_ = 0;  // guarded by mutex_
-  int pending_ = 0;               // guarded by mutex_
-  bool stop_ = false;             // guarded by mutex_
+  Mutex mutex_;
+  CondVar start_;
+  CondVar finished_;
+  std::uint64_t generation_ RLSWARM_GUARDED_BY(mutex_) = 0;
+  int pending_ RLSWARM_GUARDED_BY(mutex_) = 0;
+  bool stop_ RLSWARM_GUARDED_BY(mutex_) = false;
 };
 
 void VectorEnvOptions::Validate() const {

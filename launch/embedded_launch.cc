@@ -5,13 +5,13 @@
 
 #include <atomic>
 #include <fstream>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "actors/acting_policy.h"
 #include "actors/actor.h"
 #include "actors/q_policy.h"
+#include "common/thread_annotations.h"
 #include "config/learner_factory.h"
 #include "config/role_options.h"
 #include "launch/prometheus_targets.h"
@@ -73,11 +73,11 @@ class LearnerThread {
   std::int64_t updates() const { return updates_; }
   bool finished() const { return finished_; }
   std::string error() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return error_;
   }
   learner::LearnerMetrics metrics() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return metrics_;
   }
 
@@ -93,7 +93,7 @@ class LearnerThread {
         const auto now = std::chrono::steady_clock::now();
         if (now - last_metrics >= std::chrono::seconds(1)) {
           last_metrics = now;
-          std::lock_guard lock(mu_);
+          MutexLock lock(mu_);
           metrics_ = dqn_->TakeMetrics();
           spdlog::info(
               "learner: {} updates ({:.0f}/s), loss {:.4g}, |td| {:.4g}, per update: sample "
@@ -110,7 +110,7 @@ class LearnerThread {
       if (has_checkpoints_) spdlog::info("learner checkpoint {}", dqn_->SaveCheckpoint());
     } catch (const std::exception& e) {
       spdlog::error("learner failed: {}", e.what());
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       error_ = e.what();
     }
     finished_ = true;
@@ -123,9 +123,9 @@ class LearnerThread {
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
   std::atomic<std::int64_t> updates_{0};
-  mutable std::mutex mu_;
-  std::string error_;
-  learner::LearnerMetrics metrics_;
+  mutable Mutex mu_;
+  std::string error_ RLSWARM_GUARDED_BY(mu_);
+  learner::LearnerMetrics metrics_ RLSWARM_GUARDED_BY(mu_);
   std::thread thread_;
 };
 
@@ -158,7 +158,7 @@ class ActorThread {
   }
   actors::ActorStats stats() const { return actor_->stats(); }
   std::string error() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return error_;
   }
 
@@ -170,7 +170,7 @@ class ActorThread {
       });
     } catch (const std::exception& e) {
       spdlog::error("actor {} failed: {}", id_, e.what());
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       error_ = e.what();
     }
   }
@@ -178,10 +178,48 @@ class ActorThread {
   const std::int64_t id_;
   std::ofstream episodes_;
   std::unique_ptr<actors::Actor> actor_;
-  mutable std::mutex mu_;
-  std::string error_;
+  mutable Mutex mu_;
+  std::string error_ RLSWARM_GUARDED_BY(mu_);
   std::thread thread_;
 };
+
+// The run's progress from its threads' counters and the shards' totals.
+RunProgress SampleProgress(const RunSummary& earlier,
+                           const std::vector<std::unique_ptr<ActorThread>>& actor_threads,
+                           const LearnerThread& learner,
+                           const std::vector<std::unique_ptr<replay::ReplayService>>& shards) {
+  RunProgress p;
+  p.env_steps = earlier.env_steps;
+  double return_sum = 0, lag_sum = 0;
+  std::int64_t with_returns = 0;
+  for (const auto& a : actor_threads) {
+    const actors::ActorStats s = a->stats();
+    p.env_steps += s.env_steps;
+    if (s.episodes > 0) {
+      return_sum += s.mean_recent_return;
+      ++with_returns;
+    }
+    lag_sum += static_cast<double>(learner.updates() - s.policy_version);
+  }
+  if (with_returns > 0) p.train_return = return_sum / static_cast<double>(with_returns);
+  if (!actor_threads.empty()) p.version_lag = lag_sum / static_cast<double>(actor_threads.size());
+  p.updates = learner.updates();
+  for (const auto& shard : shards) {
+    const replay::TableTotals t = shard->table().Totals();
+    p.replay_size += t.size;
+    p.replay_inserted += t.inserted;
+    p.replay_sampled += t.sampled;
+  }
+  const learner::LearnerMetrics m = learner.metrics();
+  if (m.updates > 0) {
+    p.loss = m.loss;
+    p.staleness = m.staleness;
+    p.grad_norm = m.grad_norm;
+    p.update_to_weight = m.update_to_weight;
+    p.nonfinite_skipped = m.nonfinite_skipped;
+  }
+  return p;
+}
 
 }  // namespace
 
@@ -215,39 +253,7 @@ RunSummary RunEmbedded(config::ExperimentConfig config, const RunDirectory& run,
         std::make_unique<ActorThread>(config, i, run, earlier.env_steps / config.actor.num_actors));
   }
 
-  auto progress = [&]() {
-    RunProgress p;
-    p.env_steps = earlier.env_steps;
-    double return_sum = 0, lag_sum = 0;
-    std::int64_t with_returns = 0;
-    for (const auto& a : actor_threads) {
-      const actors::ActorStats s = a->stats();
-      p.env_steps += s.env_steps;
-      if (s.episodes > 0) {
-        return_sum += s.mean_recent_return;
-        ++with_returns;
-      }
-      lag_sum += static_cast<double>(learner->updates() - s.policy_version);
-    }
-    if (with_returns > 0) p.train_return = return_sum / static_cast<double>(with_returns);
-    if (!actor_threads.empty()) p.version_lag = lag_sum / static_cast<double>(actor_threads.size());
-    p.updates = learner->updates();
-    for (const auto& shard : shards) {
-      const replay::TableTotals t = shard->table().Totals();
-      p.replay_size += t.size;
-      p.replay_inserted += t.inserted;
-      p.replay_sampled += t.sampled;
-    }
-    const learner::LearnerMetrics m = learner->metrics();
-    if (m.updates > 0) {
-      p.loss = m.loss;
-      p.staleness = m.staleness;
-      p.grad_norm = m.grad_norm;
-      p.update_to_weight = m.update_to_weight;
-      p.nonfinite_skipped = m.nonfinite_skipped;
-    }
-    return p;
-  };
+  auto progress = [&]() { return SampleProgress(earlier, actor_threads, *learner, shards); };
 
   RunMonitorOptions monitor_options;
   monitor_options.launch = config.launch;

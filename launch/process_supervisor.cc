@@ -1,9 +1,7 @@
 #include "launch/process_supervisor.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,119 +13,27 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/process/args.hpp>
-#include <boost/process/child.hpp>
-#include <boost/process/env.hpp>
-#include <boost/process/environment.hpp>
-#include <boost/process/exe.hpp>
-#include <boost/process/extend.hpp>
-#include <boost/process/search_path.hpp>
 #include <cerrno>
 #include <cstdint>
-#include <filesystem>
 #include <future>
-#include <mutex>
 #include <set>
 #include <thread>
 #include <utility>
 
 #include "common/errors.h"
 #include "common/logging.h"
+#include "common/thread_annotations.h"
+#include "launch/child_spawn.h"
 
 namespace rlswarm::launch {
 namespace {
 
 namespace asio = boost::asio;
-namespace bp = boost::process;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // How often a child's exit is polled where pidfds are unavailable.
 constexpr milliseconds kExitPollInterval{20};
-
-// "exited with code 3", "killed by signal 9 (KILL)".
-std::string DescribeExit(int wait_status) {
-  if (WIFEXITED(wait_status)) return "exited with code " + std::to_string(WEXITSTATUS(wait_status));
-  if (WIFSIGNALED(wait_status)) {
-    int sig = WTERMSIG(wait_status);
-    const char* abbrev = sigabbrev_np(sig);
-    return "killed by signal " + std::to_string(sig) +
-           (abbrev != nullptr ? std::string(" (") + abbrev + ")" : std::string());
-  }
-  return "ended with wait status " + std::to_string(wait_status);
-}
-
-// argv[0] as an executable path: a path containing '/' must name an
-// executable file; a bare name is looked up in PATH. Throws Unavailable.
-std::string ResolveExecutable(const std::string& child, const std::string& argv0) {
-  if (argv0.find('/') == std::string::npos) {
-    boost::filesystem::path found = bp::search_path(argv0);
-    if (found.empty()) {
-      throw Unavailable("child '" + child + "': executable '" + argv0 + "' not found in PATH");
-    }
-    return found.string();
-  }
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(argv0, ec) || ::access(argv0.c_str(), X_OK) != 0) {
-    throw Unavailable("child '" + child + "': '" + argv0 + "' is not an executable file");
-  }
-  return argv0;
-}
-
-// Opens (creating it and its directory) `path` for appending. Throws
-// Unavailable.
-int OpenLogFile(const std::string& child, const std::string& path) {
-  std::error_code ec;
-  std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw Unavailable("child '" + child + "': cannot open log file '" + path +
-                      "': " + std::strerror(errno));
-  }
-  return fd;
-}
-
-// Everything the forked child does before exec. Runs between fork() and
-// execve() in a copy of a multi-threaded process, so it only makes
-// async-signal-safe calls on buffers prepared by the parent.
-struct ChildSetup {
-  pid_t launcher_pid = 0;
-  int log_fd = -1;
-  const std::string* banner_head = nullptr;  // "=== name started pid "
-  const std::string* banner_tail = nullptr;  // " (restart k) ===\n"
-
-  void Run() const {
-    // Die with the launcher. The kernel sends the signal when the thread that
-    // forked us exits; if the launcher already died we were re-parented.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != launcher_pid) ::_exit(127);
-    // Undo what the launcher blocked or ignored for itself.
-    sigset_t none;
-    ::sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGTERM, SIG_DFL);
-    ::signal(SIGPIPE, SIG_DFL);
-    if (log_fd < 0) return;
-    char line[512];
-    size_t n = 0;
-    auto append = [&](const char* s, size_t len) {
-      len = std::min(len, sizeof(line) - n);
-      ::memcpy(line + n, s, len);
-      n += len;
-    };
-    append(banner_head->data(), banner_head->size());
-    char digits[16];
-    int d = 0;
-    for (pid_t pid = ::getpid(); pid > 0 && d < 16; pid /= 10) digits[d++] = '0' + pid % 10;
-    while (d > 0) append(&digits[--d], 1);
-    append(banner_tail->data(), banner_tail->size());
-    // One write with O_APPEND: the banner is never interleaved.
-    [[maybe_unused]] ssize_t written = ::write(log_fd, line, n);
-    ::dup2(log_fd, STDOUT_FILENO);
-    ::dup2(log_fd, STDERR_FILENO);
-  }
-};
 
 }  // namespace
 
@@ -143,8 +49,8 @@ void SupervisorOptions::Validate() const {
 }
 
 // All state below "supervisor thread only" is touched by the io_context's
-// thread alone; `status` of each child is shared with Status()/Pid() callers
-// under status_mu_.
+// thread alone; each child's status (statuses_) is shared with Status()/Pid()
+// callers under status_mu_. Lock order: lifecycle_mu_ before status_mu_.
 class ProcessSupervisor::Impl {
  public:
   using ExitCallback = decltype(ProcessSupervisor::on_exit);
@@ -152,11 +58,11 @@ class ProcessSupervisor::Impl {
 
   explicit Impl(SupervisorOptions options) : options_(options) {}
 
-  void Add(ChildSpec spec);
-  void Start(ExitCallback on_exit, GiveUpCallback on_give_up);
-  void Stop();
-  std::vector<ChildStatus> Status() const;
-  std::optional<int> Pid(const std::string& name) const;
+  void Add(ChildSpec spec) RLSWARM_EXCLUDES(lifecycle_mu_, status_mu_);
+  void Start(ExitCallback on_exit, GiveUpCallback on_give_up) RLSWARM_EXCLUDES(lifecycle_mu_);
+  void Stop() RLSWARM_EXCLUDES(lifecycle_mu_);
+  std::vector<ChildStatus> Status() const RLSWARM_EXCLUDES(status_mu_);
+  std::optional<int> Pid(const std::string& name) const RLSWARM_EXCLUDES(status_mu_);
 
  private:
   struct Child {
@@ -168,8 +74,6 @@ class ProcessSupervisor::Impl {
     int restarts = 0;
     std::unique_ptr<asio::posix::stream_descriptor> pidfd;
     std::unique_ptr<asio::steady_timer> poll_timer;
-    // Guarded by status_mu_.
-    ChildStatus status;
   };
   enum class UnitState { kRunning, kRestarting, kGivenUp };
   // What restarts together: one ungrouped child, or all children of a group.
@@ -206,7 +110,9 @@ class ProcessSupervisor::Impl {
   bool StageHasRunning() const;
   void Finish();
   void Signal(Child& child, int sig);
-  void SetStatus(Child& child, const std::function<void(ChildStatus&)>& update);
+  // Applies `update` to child i's status under status_mu_.
+  void SetStatus(size_t i, const std::function<void(ChildStatus&)>& update)
+      RLSWARM_EXCLUDES(status_mu_);
 
   const SupervisorOptions options_;
   ExitCallback on_exit_;
@@ -214,7 +120,9 @@ class ProcessSupervisor::Impl {
 
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
-  std::vector<Child> children_;  // fixed once started
+  // Added to under lifecycle_mu_ before Start(), then fixed: the supervisor
+  // thread reads it without a lock.
+  std::vector<Child> children_;
   std::vector<Unit> units_;
 
   // Supervisor thread only, once Stop() has begun.
@@ -223,20 +131,21 @@ class ProcessSupervisor::Impl {
   size_t stage_index_ = 0;   // into stages_: the stage being stopped
   std::unique_ptr<asio::steady_timer> stage_timer_;
 
-  mutable std::mutex status_mu_;  // guards Child::status
+  mutable Mutex status_mu_;
+  std::vector<ChildStatus> statuses_ RLSWARM_GUARDED_BY(status_mu_);  // children_[i]'s at i
 
   // Set by the supervisor thread itself, so that a callback calling Stop() is
   // caught before it deadlocks on lifecycle_mu_.
   std::atomic<std::thread::id> supervisor_thread_id_;
 
-  std::mutex lifecycle_mu_;  // serialises Add/Start/Stop; guards the three below
-  bool started_ = false;
-  bool stopped_ = false;
-  std::thread thread_;
+  Mutex lifecycle_mu_ RLSWARM_ACQUIRED_BEFORE(status_mu_);  // serialises Add/Start/Stop
+  bool started_ RLSWARM_GUARDED_BY(lifecycle_mu_) = false;
+  bool stopped_ RLSWARM_GUARDED_BY(lifecycle_mu_) = false;
+  std::thread thread_ RLSWARM_GUARDED_BY(lifecycle_mu_);
 };
 
 void ProcessSupervisor::Impl::Add(ChildSpec spec) {
-  std::lock_guard lock(lifecycle_mu_);
+  MutexLock lock(lifecycle_mu_);
   if (started_) throw FailedPrecondition("ProcessSupervisor::Add after Start");
   if (spec.name.empty()) throw InvalidArgument("ProcessSupervisor::Add: empty child name");
   if (spec.argv.empty() || spec.argv[0].empty()) {
@@ -247,15 +156,17 @@ void ProcessSupervisor::Impl::Add(ChildSpec spec) {
       throw InvalidArgument("ProcessSupervisor::Add: duplicate child name '" + spec.name + "'");
     }
   }
+  ChildStatus status;
+  status.name = spec.name;
   Child child;
-  child.status.name = spec.name;
   child.spec = std::move(spec);
-  std::lock_guard status_lock(status_mu_);  // Status() may read children_ meanwhile
   children_.push_back(std::move(child));
+  MutexLock status_lock(status_mu_);  // Status() may read statuses_ meanwhile
+  statuses_.push_back(std::move(status));
 }
 
 void ProcessSupervisor::Impl::Start(ExitCallback on_exit, GiveUpCallback on_give_up) {
-  std::unique_lock lock(lifecycle_mu_);
+  MutexLock lock(lifecycle_mu_);
   if (started_) throw FailedPrecondition("ProcessSupervisor::Start called twice");
   started_ = true;
   on_exit_ = std::move(on_exit);
@@ -302,7 +213,7 @@ void ProcessSupervisor::Impl::Start(ExitCallback on_exit, GiveUpCallback on_give
   try {
     spawned.get_future().get();
   } catch (...) {
-    lock.unlock();
+    lock.Unlock();
     Stop();  // takes down the children spawned before the failure
     throw;
   }
@@ -313,7 +224,7 @@ void ProcessSupervisor::Impl::Stop() {
     SPDLOG_CRITICAL("ProcessSupervisor::Stop called from the supervisor thread (a callback)");
     std::abort();
   }
-  std::lock_guard lock(lifecycle_mu_);
+  MutexLock lock(lifecycle_mu_);
   if (stopped_) return;
   stopped_ = true;
   if (!thread_.joinable()) return;  // never started, or failed before its thread
@@ -322,67 +233,26 @@ void ProcessSupervisor::Impl::Stop() {
 }
 
 std::vector<ChildStatus> ProcessSupervisor::Impl::Status() const {
-  std::lock_guard lock(status_mu_);
-  std::vector<ChildStatus> out;
-  out.reserve(children_.size());
-  for (const Child& c : children_) out.push_back(c.status);
-  return out;
+  MutexLock lock(status_mu_);
+  return statuses_;
 }
 
 std::optional<int> ProcessSupervisor::Impl::Pid(const std::string& name) const {
-  std::lock_guard lock(status_mu_);
-  for (const Child& c : children_) {
-    if (c.status.name == name && c.status.running) return c.status.pid;
+  MutexLock lock(status_mu_);
+  for (const ChildStatus& s : statuses_) {
+    if (s.name == name && s.running) return s.pid;
   }
   return std::nullopt;
 }
 
-void ProcessSupervisor::Impl::SetStatus(Child& child,
-                                        const std::function<void(ChildStatus&)>& update) {
-  std::lock_guard lock(status_mu_);
-  update(child.status);
+void ProcessSupervisor::Impl::SetStatus(size_t i, const std::function<void(ChildStatus&)>& update) {
+  MutexLock lock(status_mu_);
+  update(statuses_[i]);
 }
 
 void ProcessSupervisor::Impl::SpawnChild(size_t i) {
   Child& c = children_[i];
-  int log_fd = c.spec.log_file.empty() ? -1 : OpenLogFile(c.spec.name, c.spec.log_file);
-  std::string head = "=== " + c.spec.name + " started pid ";
-  std::string tail = " (restart " + std::to_string(c.restarts) + ") ===\n";
-  ChildSetup setup{::getpid(), log_fd, &head, &tail};
-
-  bp::environment env = boost::this_process::environment();
-  for (const auto& [key, value] : c.spec.env) env[key] = value;
-  std::vector<std::string> args(c.spec.argv.begin() + 1, c.spec.argv.end());
-  std::error_code ec;
-  pid_t pid = 0;
-  pid_t failed_pid = 0;  // forked, but its exec failed: Boost.Process does not reap it
-  try {
-    bp::child child(
-        bp::exe = c.exe, bp::args = args, env, ec,
-        bp::extend::on_exec_setup = [&setup](auto&) { setup.Run(); },
-        bp::extend::on_error =
-            [&failed_pid](auto& exec, const std::error_code&) {
-              if (exec.pid > 0) failed_pid = exec.pid;
-            });
-    if (!ec) {
-      pid = child.id();
-      child.detach();  // the supervisor waits for and signals the pid itself
-    }
-  } catch (const std::exception& e) {
-    if (log_fd >= 0) ::close(log_fd);
-    throw Unavailable("child '" + c.spec.name + "': cannot start '" + c.exe + "': " + e.what());
-  }
-  if (log_fd >= 0) ::close(log_fd);
-  if (failed_pid > 0) {
-    // It has reported its exec error and is exiting: a short, bounded wait.
-    while (::waitpid(failed_pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
-  }
-  if (ec || pid <= 0) {
-    throw Unavailable("child '" + c.spec.name + "': cannot start '" + c.exe +
-                      "': " + (ec ? ec.message() : std::string("no pid")));
-  }
-
+  const pid_t pid = SpawnChildProcess(c.spec, c.exe, c.restarts);
   c.pid = pid;
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   if (pidfd >= 0) {
@@ -390,7 +260,7 @@ void ProcessSupervisor::Impl::SpawnChild(size_t i) {
   } else {
     c.pidfd.reset();  // polled instead (old kernel or seccomp profile)
   }
-  SetStatus(c, [&](ChildStatus& s) {
+  SetStatus(i, [&](ChildStatus& s) {
     s.pid = pid;
     s.running = true;
     s.restarts = c.restarts;
@@ -445,7 +315,7 @@ void ProcessSupervisor::Impl::OnChildExited(size_t i, int wait_status) {
   }
   const bool clean = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
   const bool on_its_own = !stopping_ && unit.state == UnitState::kRunning;
-  SetStatus(c, [&](ChildStatus& s) {
+  SetStatus(i, [&](ChildStatus& s) {
     s.pid = 0;
     s.running = false;
     s.last_exit_code.reset();
@@ -486,8 +356,7 @@ void ProcessSupervisor::Impl::OnCrash(Unit& unit, const Child& child, const std:
     SPDLOG_ERROR("{} {}; giving up {} after {} consecutive restarts", child.spec.name, how,
                  unit.name, unit.consecutive_crashes);
     unit.state = UnitState::kGivenUp;
-    for (size_t m : unit.members)
-      SetStatus(children_[m], [](ChildStatus& s) { s.given_up = true; });
+    for (size_t m : unit.members) SetStatus(m, [](ChildStatus& s) { s.given_up = true; });
     TerminateMembers(unit);
     if (on_give_up_) {
       try {
@@ -557,7 +426,7 @@ void ProcessSupervisor::Impl::MaybeRestart(Unit& unit) {
       SpawnChild(m);
     } catch (const Unavailable& e) {
       // As if it had crashed at once: the unit backs off (or is given up).
-      SetStatus(c, [&](ChildStatus& s) { s.restarts = c.restarts; });
+      SetStatus(m, [&](ChildStatus& s) { s.restarts = c.restarts; });
       OnCrash(unit, c, std::string("failed to start: ") + e.what());
       return;
     }

@@ -46,10 +46,10 @@ PrometheusTargets::PrometheusTargets(std::filesystem::path sd_file,
 
 PrometheusTargets::~PrometheusTargets() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -64,7 +64,7 @@ bool PrometheusTargets::Refresh() {
     }
   }
   const std::string json = FileSdJson(groups);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (written_ == json) return false;
   WriteLinesAtomically(sd_file_.string(), {json});
   written_ = json;
@@ -74,15 +74,15 @@ bool PrometheusTargets::Refresh() {
 void PrometheusTargets::Start() {
   Refresh();
   thread_ = std::thread([this] {
-    std::unique_lock lock(mu_);
-    while (!cv_.wait_for(lock, poll_, [this] { return stop_; })) {
-      lock.unlock();
+    MutexLock lock(mu_);
+    while (!cv_.WaitFor(lock, poll_, [this]() RLSWARM_REQUIRES(mu_) { return stop_; })) {
+      lock.Unlock();
       try {
         Refresh();
       } catch (const Error& e) {
         spdlog::warn("cannot update {}: {}", sd_file_.string(), e.what());
       }
-      lock.lock();
+      lock.Lock();
     }
   });
 }

@@ -21,14 +21,14 @@
 // destructor from the owning thread.
 
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "common/thread_annotations.h"
 
 namespace rlswarm::launch {
 
@@ -61,7 +61,7 @@ class PrometheusTargets {
   // Reads every URL file and, when the listing differs from the one last
   // written (or nothing was written yet), writes the SD file. Returns true
   // when it wrote. Throws Unavailable when the file cannot be written.
-  bool Refresh();
+  bool Refresh() RLSWARM_EXCLUDES(mu_);
   // Refresh()es now, then every `poll` on a thread of its own (a failed
   // write there is logged and retried at the next poll).
   void Start();
@@ -70,10 +70,10 @@ class PrometheusTargets {
   const std::filesystem::path sd_file_;
   const std::vector<MetricsTarget> targets_;
   const std::chrono::milliseconds poll_;
-  std::mutex mu_;
-  std::optional<std::string> written_;  // the JSON last written
-  bool stop_ = false;
-  std::condition_variable cv_;
+  Mutex mu_;
+  std::optional<std::string> written_ RLSWARM_GUARDED_BY(mu_);  // the JSON last written
+  bool stop_ RLSWARM_GUARDED_BY(mu_) = false;
+  CondVar cv_;
   std::thread thread_;
 };
 

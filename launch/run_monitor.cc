@@ -43,11 +43,11 @@ RunMonitor::RunMonitor(RunMonitorOptions options, const RunDirectory& run,
 
 RunMonitor::~RunMonitor() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cancel_evaluation_ = true;
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -64,8 +64,8 @@ void RunMonitor::EvaluatorLoop() {
   auto next_allowed = std::chrono::steady_clock::now();
   for (;;) {
     {
-      std::unique_lock lock(mu_);
-      cv_.wait_until(lock, next_allowed, [&] { return stop_; });
+      MutexLock lock(mu_);
+      cv_.WaitUntil(lock, next_allowed, [this]() RLSWARM_REQUIRES(mu_) { return stop_; });
       if (stop_ || (solved_ && options_.launch.stop_at_target)) return;
     }
     std::optional<rpc::VersionedBlob> blob =
@@ -91,7 +91,7 @@ void RunMonitor::Record(const evaluate::Evaluation& e, std::int64_t env_steps, d
                         const std::vector<Payload>* weights) {
   bool new_best = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++evaluations_;
     eval_seconds_ += e.seconds;
     if (e.complete) {
@@ -119,7 +119,7 @@ void RunMonitor::Record(const evaluate::Evaluation& e, std::int64_t env_steps, d
       spdlog::error("cannot save the best policy: {}", error.what());
     }
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   std::ofstream out(run_.evaluations(), std::ios::app);
   out << nlohmann::json{{"version", e.version},          {"env_steps", env_steps},
                         {"elapsed_s", elapsed},          {"episodes", e.episodes},
@@ -147,8 +147,8 @@ void RunMonitor::Record(const evaluate::Evaluation& e, std::int64_t env_steps, d
 }
 
 bool RunMonitor::WaitSolved(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return solved_; });
+  MutexLock lock(mu_);
+  cv_.WaitFor(lock, timeout, [this]() RLSWARM_REQUIRES(mu_) { return solved_; });
   return solved_;
 }
 
@@ -173,20 +173,23 @@ std::string RunMonitor::WaitForStop(
 std::optional<std::string> RunMonitor::Tick() {
   const RunProgress p = progress_();
   const double now = Elapsed();
-  if (last_tick_ >= 0 && now > last_tick_) {
-    steps_per_sec_ = static_cast<double>(p.env_steps - last_tick_steps_) / (now - last_tick_);
-    updates_per_sec_ = static_cast<double>(p.updates - last_tick_updates_) / (now - last_tick_);
+  double steps_per_sec = 0, updates_per_sec = 0;
+  {
+    MutexLock lock(mu_);
+    if (last_tick_ >= 0 && now > last_tick_) {
+      steps_per_sec_ = static_cast<double>(p.env_steps - last_tick_steps_) / (now - last_tick_);
+      updates_per_sec_ = static_cast<double>(p.updates - last_tick_updates_) / (now - last_tick_);
+    }
+    steps_per_sec = steps_per_sec_;
+    updates_per_sec = updates_per_sec_;
+    last_progress_ = p;
   }
   last_tick_ = now;
   last_tick_steps_ = p.env_steps;
   last_tick_updates_ = p.updates;
-  {
-    std::lock_guard lock(mu_);
-    last_progress_ = p;
-  }
   if (p.updates > 0) NoteLearning(now);
-  scalars_.Write("actors/env_steps_per_sec", p.env_steps, steps_per_sec_);
-  scalars_.Write("learner/updates_per_sec", p.env_steps, updates_per_sec_);
+  scalars_.Write("actors/env_steps_per_sec", p.env_steps, steps_per_sec);
+  scalars_.Write("learner/updates_per_sec", p.env_steps, updates_per_sec);
   scalars_.Write("learner/updates", p.env_steps, static_cast<double>(p.updates));
   scalars_.Write("replay/size", p.env_steps, static_cast<double>(p.replay_size));
   if (p.replay_inserted > 0) {
@@ -216,15 +219,18 @@ std::optional<std::string> RunMonitor::Tick() {
 }
 
 void RunMonitor::NoteLearning(double elapsed) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!learning_start_s_ || elapsed < *learning_start_s_) learning_start_s_ = elapsed;
 }
 
 void RunMonitor::PrintProgress(const RunProgress& p, double elapsed, bool final_line) {
   std::optional<evaluate::Evaluation> eval;
+  double steps_per_sec = 0, updates_per_sec = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     eval = last_complete_;
+    steps_per_sec = steps_per_sec_;
+    updates_per_sec = updates_per_sec_;
   }
   const config::LaunchSection& l = options_.launch;
   std::string remaining;
@@ -238,8 +244,8 @@ void RunMonitor::PrintProgress(const RunProgress& p, double elapsed, bool final_
   const std::string line = fmt::format(
       "[{:7.1f}s] steps {} ({}/s) | updates {} ({}/s) | replay {} spi {} | eval {} | train {} | "
       "lag {}{}{}",
-      elapsed, Short(static_cast<double>(p.env_steps)), Short(steps_per_sec_),
-      Short(static_cast<double>(p.updates)), Short(updates_per_sec_),
+      elapsed, Short(static_cast<double>(p.env_steps)), Short(steps_per_sec),
+      Short(static_cast<double>(p.updates)), Short(updates_per_sec),
       Short(static_cast<double>(p.replay_size)),
       p.replay_inserted > 0 ? fmt::format("{:.1f}", static_cast<double>(p.replay_sampled) /
                                                         static_cast<double>(p.replay_inserted))
@@ -262,7 +268,7 @@ void RunMonitor::PrintProgress(const RunProgress& p, double elapsed, bool final_
 }
 
 std::string RunMonitor::PrometheusMetrics() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const RunProgress& p = last_progress_;
   observe::PrometheusText text;
   text.Counter("rlswarm_env_steps_total", "env steps of the run", static_cast<double>(p.env_steps))
@@ -316,11 +322,11 @@ std::string RunMonitor::PrometheusMetrics() const {
 RunSummary RunMonitor::Finish(const std::string& stop_reason,
                               std::optional<rpc::VersionedBlob> final_weights) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cancel_evaluation_ = true;  // a periodic evaluation still running is not waited for
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
   const RunProgress p = progress_();
   const double elapsed = Elapsed();
@@ -335,13 +341,23 @@ RunSummary RunMonitor::Finish(const std::string& stop_reason,
   s.resumes = options_.earlier.resumes;
   s.restarts = options_.earlier.restarts + p.restarts;
 
+  // Read under the lock for the analysis: their only writers are the
+  // evaluator thread, joined above, and Record() below.
+  bool solved = false;
+  std::optional<evaluate::Evaluation> solving, last_complete;
+  {
+    MutexLock lock(mu_);
+    solved = solved_;
+    solving = solving_;
+    last_complete = last_complete_;
+  }
   std::optional<evaluate::Evaluation> final_eval;
-  if (solved_ && options_.launch.stop_at_target) {
-    final_eval = solving_;
+  if (solved && options_.launch.stop_at_target) {
+    final_eval = solving;
   } else if (std::optional<rpc::VersionedBlob> blob =
                  final_weights ? std::move(final_weights) : weights_.Poll(0)) {
-    if (last_complete_ && last_complete_->version == blob->version) {
-      final_eval = last_complete_;
+    if (last_complete && last_complete->version == blob->version) {
+      final_eval = last_complete;
     } else {
       // The final weights, every episode (no early stop): the summary's
       // final_eval_* describe them whole.
@@ -365,7 +381,7 @@ RunSummary RunMonitor::Finish(const std::string& stop_reason,
     s.final_eval_episodes = final_eval->episodes;
   }
   HeldOutEvaluation(s);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   s.evaluations = options_.earlier.evaluations + evaluations_;
   s.eval_seconds = options_.earlier.eval_seconds + eval_seconds_;
   s.learning_start_s =
@@ -408,7 +424,7 @@ void RunMonitor::HeldOutEvaluation(RunSummary& s) {
   o.time_limit_s = options_.launch.final_eval_timeout_s;
   std::uint64_t version = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (best_version_) version = *best_version_;
   }
   evaluate::Evaluation e;

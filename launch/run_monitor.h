@@ -20,16 +20,15 @@
 #include <signal.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "actors/acting_policy.h"
 #include "actors/weights_follower.h"
+#include "common/thread_annotations.h"
 #include "config/launch_section.h"
 #include "evaluate/policy_evaluator.h"
 #include "launch/run_directory.h"
@@ -113,18 +112,18 @@ class RunMonitor {
   std::string PrometheusMetrics() const;
 
  private:
-  void EvaluatorLoop();
+  void EvaluatorLoop() RLSWARM_EXCLUDES(mu_);
   // `weights`: what was evaluated; saved to policies/best when it is the
   // best complete evaluation so far.
   void Record(const evaluate::Evaluation& e, std::int64_t env_steps, double elapsed,
-              const std::vector<Payload>* weights);
-  void PrintProgress(const RunProgress& p, double elapsed, bool final_line);
+              const std::vector<Payload>* weights) RLSWARM_EXCLUDES(mu_);
+  void PrintProgress(const RunProgress& p, double elapsed, bool final_line) RLSWARM_EXCLUDES(mu_);
   // Judges policies/best on launch.heldout_eval_episodes episodes of seed
   // evaluate.seed + 1 into `s` (RunSummary::heldout_eval_*). Blocks for
   // the evaluation, at most launch.final_eval_timeout_s.
-  void HeldOutEvaluation(RunSummary& s);
+  void HeldOutEvaluation(RunSummary& s) RLSWARM_EXCLUDES(mu_);
   // Notes the first sign that the learner updates (RunSummary::learning_start_s).
-  void NoteLearning(double elapsed);
+  void NoteLearning(double elapsed) RLSWARM_EXCLUDES(mu_);
 
   const RunMonitorOptions options_;
   const RunDirectory& run_;
@@ -135,25 +134,31 @@ class RunMonitor {
   std::unique_ptr<evaluate::PolicyEvaluator>
       evaluator_;  // used by the evaluator thread, then Finish()
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  // Guards what the evaluator thread, Tick() and PrometheusMetrics() (the
+  // metrics endpoint's thread) share.
+  mutable Mutex mu_;
+  CondVar cv_;
+  bool stop_ RLSWARM_GUARDED_BY(mu_) = false;
   std::atomic<bool> cancel_evaluation_{false};  // set with stop_: ends a running evaluation
-  bool solved_ = false;
-  std::optional<evaluate::Evaluation> solving_;  // the first evaluation that reached the target
-  std::optional<double> solve_time_s_;
-  std::optional<std::int64_t> solve_env_steps_;
-  std::optional<evaluate::Evaluation> last_complete_;
-  std::optional<double> best_;
-  std::optional<std::uint64_t> best_version_;  // of best_ (this run's)
-  std::int64_t evaluations_ = 0;
-  double eval_seconds_ = 0;                 // the evaluations' own time, summed
-  std::optional<double> learning_start_s_;  // see RunSummary::learning_start_s
-  RunProgress last_progress_;
+  bool solved_ RLSWARM_GUARDED_BY(mu_) = false;
+  // The first evaluation that reached the target.
+  std::optional<evaluate::Evaluation> solving_ RLSWARM_GUARDED_BY(mu_);
+  std::optional<double> solve_time_s_ RLSWARM_GUARDED_BY(mu_);
+  std::optional<std::int64_t> solve_env_steps_ RLSWARM_GUARDED_BY(mu_);
+  std::optional<evaluate::Evaluation> last_complete_ RLSWARM_GUARDED_BY(mu_);
+  std::optional<double> best_ RLSWARM_GUARDED_BY(mu_);
+  std::optional<std::uint64_t> best_version_ RLSWARM_GUARDED_BY(mu_);  // of best_ (this run's)
+  std::int64_t evaluations_ RLSWARM_GUARDED_BY(mu_) = 0;
+  double eval_seconds_ RLSWARM_GUARDED_BY(mu_) = 0;  // the evaluations' own time, summed
+  // See RunSummary::learning_start_s.
+  std::optional<double> learning_start_s_ RLSWARM_GUARDED_BY(mu_);
+  RunProgress last_progress_ RLSWARM_GUARDED_BY(mu_);
+  double steps_per_sec_ RLSWARM_GUARDED_BY(mu_) = 0;
+  double updates_per_sec_ RLSWARM_GUARDED_BY(mu_) = 0;
 
+  // Tick()'s and Finish()'s thread only.
   double last_tick_ = -1;
   std::int64_t last_tick_steps_ = 0, last_tick_updates_ = 0;
-  double steps_per_sec_ = 0, updates_per_sec_ = 0;
   double last_line_ = -1e9;
   bool tty_ = false;
   std::thread thread_;

@@ -233,9 +233,11 @@ double LegendWidth(cairo_t* cr, const std::vector<LegendEntry>& entries, double 
   return std::max(0.0, width);
 }
 
-void DrawPanel(cairo_t* cr, const PlotPanel& panel, const std::string& x_title, double top,
-               double width, double height, double font_size) {
-  const double pad = std::round(font_size * 0.7);
+// Draws the panel's title and, beside it when it fits (else on a row of its
+// own below), the legend of what the panel shows; returns the legend's
+// baseline.
+double DrawTitleAndLegend(cairo_t* cr, const PlotPanel& panel, double top, double width, double pad,
+                          double font_size) {
   const double title_baseline = top + pad + font_size;
   SetFont(cr, font_size * 1.1, true);
   DrawText(cr, panel.tag, pad, title_baseline, Align::kLeft, kBlack);
@@ -257,18 +259,16 @@ void DrawPanel(cairo_t* cr, const PlotPanel& panel, const std::string& x_title, 
     legend_baseline += font_size * 1.4;
   }
   DrawLegend(cr, legend, width - pad, legend_baseline, font_size * 0.9, sample_width, gap);
+  return legend_baseline;
+}
 
-  const double plot_top = legend_baseline + pad;
-  const double x_title_baseline = top + height - pad * 0.6;
-  const double x_label_baseline = x_title_baseline - font_size - pad * 0.5;
-  const double plot_bottom = x_label_baseline - font_size - 6;
-  const double plot_right = width - pad - font_size;
-  SetFont(cr, font_size);
-  if (panel.points.empty() && panel.band.empty()) {
-    DrawText(cr, "no finite values", pad, plot_top + font_size, Align::kLeft, kGreyText);
-    return;
-  }
+// The smallest and largest x and y of the panel's points and band (which
+// are not both empty).
+struct DataBounds {
+  double x_lo, x_hi, y_lo, y_hi;
+};
 
+DataBounds BoundsOf(const PlotPanel& panel) {
   double x_lo = panel.points.empty() ? panel.band.front().x : panel.points.front().x;
   double x_hi = x_lo, y_lo = panel.points.empty() ? panel.band.front().low : panel.points[0].y;
   double y_hi = y_lo;
@@ -280,8 +280,71 @@ void DrawPanel(cairo_t* cr, const PlotPanel& panel, const std::string& x_title, 
     x_lo = std::min(x_lo, b.x), x_hi = std::max(x_hi, b.x);
     y_lo = std::min(y_lo, b.low), y_hi = std::max(y_hi, b.high);
   }
-  auto [x_min, x_max] = Range(x_lo, x_hi);
-  auto [y_min, y_max] = Range(y_lo, y_hi);
+  return {x_lo, x_hi, y_lo, y_hi};
+}
+
+// Where the data goes: the plot's rectangle in pixels and the values its
+// edges stand for.
+struct PlotArea {
+  double left, top, bottom, width, height;  // height = bottom - top
+  double x_min, x_max, y_min, y_max;
+
+  double Px(double x) const { return left + (x - x_min) / (x_max - x_min) * width; }
+  double Py(double y) const { return bottom - (y - y_min) / (y_max - y_min) * height; }
+};
+
+// The band (min-max of evaluations), the curve and its markers, clipped to
+// the plot area.
+void DrawData(cairo_t* cr, const PlotPanel& panel, const PlotArea& area, double font_size) {
+  auto to_px = [&](double x) { return area.Px(x); };
+  auto to_py = [&](double y) { return area.Py(y); };
+  cairo_save(cr);
+  cairo_rectangle(cr, area.left + 1, area.top, area.width, area.height);
+  cairo_clip(cr);
+  SetColour(cr, kCurve, kBandOpacity);
+  if (panel.band.size() == 1) {  // one evaluation: a bar rather than a polygon of no width
+    const BandPoint& b = panel.band[0];
+    cairo_rectangle(cr, to_px(b.x) - 4, to_py(b.high), 8, to_py(b.low) - to_py(b.high));
+  } else if (!panel.band.empty()) {
+    for (const BandPoint& b : panel.band) cairo_line_to(cr, to_px(b.x), to_py(b.high));
+    for (auto it = panel.band.rbegin(); it != panel.band.rend(); ++it) {
+      cairo_line_to(cr, to_px(it->x), to_py(it->low));
+    }
+    cairo_close_path(cr);
+  }
+  cairo_fill(cr);
+  if (panel.points.size() > 1) {
+    SetColour(cr, kCurve);
+    cairo_set_line_width(cr, 2.5);
+    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+    for (const PlotPoint& p : panel.points) cairo_line_to(cr, to_px(p.x), to_py(p.y));
+    cairo_stroke(cr);
+  }
+  if (panel.points.size() <= kMaxMarkedPoints || panel.evaluations) {
+    const double radius = std::max(3.0, font_size * 0.3);
+    for (const PlotPoint& p : panel.points) Marker(cr, to_px(p.x), to_py(p.y), radius, p.partial);
+  }
+  cairo_restore(cr);
+}
+
+void DrawPanel(cairo_t* cr, const PlotPanel& panel, const std::string& x_title, double top,
+               double width, double height, double font_size) {
+  const double pad = std::round(font_size * 0.7);
+  const double legend_baseline = DrawTitleAndLegend(cr, panel, top, width, pad, font_size);
+  const double plot_top = legend_baseline + pad;
+  const double x_title_baseline = top + height - pad * 0.6;
+  const double x_label_baseline = x_title_baseline - font_size - pad * 0.5;
+  const double plot_bottom = x_label_baseline - font_size - 6;
+  const double plot_right = width - pad - font_size;
+  SetFont(cr, font_size);
+  if (panel.points.empty() && panel.band.empty()) {
+    DrawText(cr, "no finite values", pad, plot_top + font_size, Align::kLeft, kGreyText);
+    return;
+  }
+
+  const DataBounds bounds = BoundsOf(panel);
+  auto [x_min, x_max] = Range(bounds.x_lo, bounds.x_hi);
+  auto [y_min, y_max] = Range(bounds.y_lo, bounds.y_hi);
   // Margins inside the axes, so that the first and last markers are whole.
   const double x_pad = (x_max - x_min) * 0.02, y_pad = (y_max - y_min) * 0.05;
   x_min -= x_pad, x_max += x_pad;
@@ -306,8 +369,10 @@ void DrawPanel(cairo_t* cr, const PlotPanel& panel, const std::string& x_title, 
   const double plot_left = std::round(y_title_baseline + pad * 0.8 + label_width + 6);
   const double plot_width = plot_right - plot_left, plot_height = plot_bottom - plot_top;
   if (plot_width < 10 || plot_height < 10) return;  // labels ate the panel; title only
-  auto to_px = [&](double x) { return plot_left + (x - x_min) / (x_max - x_min) * plot_width; };
-  auto to_py = [&](double y) { return plot_bottom - (y - y_min) / (y_max - y_min) * plot_height; };
+  const PlotArea area{plot_left, plot_top, plot_bottom, plot_width, plot_height,
+                      x_min,     x_max,    y_min,       y_max};
+  auto to_px = [&](double x) { return area.Px(x); };
+  auto to_py = [&](double y) { return area.Py(y); };
 
   // Axis titles: y rotated to read bottom to top, shrunk to the plot's height.
   {
@@ -346,34 +411,7 @@ void DrawPanel(cairo_t* cr, const PlotPanel& panel, const std::string& x_title, 
   }
   CrispLine(cr, plot_left, plot_top, plot_left, plot_bottom, kBlack);
   CrispLine(cr, plot_left, plot_bottom, plot_right, plot_bottom, kBlack);
-
-  cairo_save(cr);
-  cairo_rectangle(cr, plot_left + 1, plot_top, plot_width, plot_height);
-  cairo_clip(cr);
-  SetColour(cr, kCurve, kBandOpacity);
-  if (panel.band.size() == 1) {  // one evaluation: a bar rather than a polygon of no width
-    const BandPoint& b = panel.band[0];
-    cairo_rectangle(cr, to_px(b.x) - 4, to_py(b.high), 8, to_py(b.low) - to_py(b.high));
-  } else if (!panel.band.empty()) {
-    for (const BandPoint& b : panel.band) cairo_line_to(cr, to_px(b.x), to_py(b.high));
-    for (auto it = panel.band.rbegin(); it != panel.band.rend(); ++it) {
-      cairo_line_to(cr, to_px(it->x), to_py(it->low));
-    }
-    cairo_close_path(cr);
-  }
-  cairo_fill(cr);
-  if (panel.points.size() > 1) {
-    SetColour(cr, kCurve);
-    cairo_set_line_width(cr, 2.5);
-    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
-    for (const PlotPoint& p : panel.points) cairo_line_to(cr, to_px(p.x), to_py(p.y));
-    cairo_stroke(cr);
-  }
-  if (panel.points.size() <= kMaxMarkedPoints || panel.evaluations) {
-    const double radius = std::max(3.0, font_size * 0.3);
-    for (const PlotPoint& p : panel.points) Marker(cr, to_px(p.x), to_py(p.y), radius, p.partial);
-  }
-  cairo_restore(cr);
+  DrawData(cr, panel, area, font_size);
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ std::vector<Scalar> ReadJsonlScalars(const std::string& path) {
 }
 
 void ScalarLog::Add(std::unique_ptr<ScalarWriter> writer) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   writers_.push_back(Entry{std::move(writer)});
 }
 
@@ -88,7 +88,7 @@ void ScalarLog::ForEachWorking(Op op) {
 
 void ScalarLog::Write(Scalar scalar) {
   if (scalar.wall_time == 0) scalar.wall_time = NowSeconds();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ForEachWorking([&](ScalarWriter& w) { w.Write(scalar); });
 }
 
@@ -97,12 +97,12 @@ void ScalarLog::Write(const std::string& tag, std::int64_t step, double value) {
 }
 
 void ScalarLog::Flush() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ForEachWorking([](ScalarWriter& w) { w.Flush(); });
 }
 
 std::vector<std::string> ScalarLog::failures() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return failures_;
 }
 

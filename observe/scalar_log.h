@@ -12,9 +12,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "common/thread_annotations.h"
 
 namespace rlswarm::observe {
 
@@ -61,11 +62,11 @@ class ScalarLog {
   };
   // Runs `op` on every writer that has not failed; marks those it throws for.
   template <typename Op>
-  void ForEachWorking(Op op);
+  void ForEachWorking(Op op) RLSWARM_REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::vector<Entry> writers_;
-  std::vector<std::string> failures_;
+  mutable Mutex mu_;
+  std::vector<Entry> writers_ RLSWARM_GUARDED_BY(mu_);
+  std::vector<std::string> failures_ RLSWARM_GUARDED_BY(mu_);
 };
 
 }  // namespace rlswarm::observe

@@ -13,11 +13,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 #include <vector>
+
+#include "common/thread_annotations.h"
 
 extern char** environ;
 
@@ -229,20 +230,25 @@ void EnvWorker::Kill() {
 }
 
 EnvSpec EnvWorker::Describe(std::string_view env_id, const EnvOptions& options) {
-  static std::mutex mu;
-  static std::map<std::string, EnvSpec>* cache = new std::map<std::string, EnvSpec>;
+  // Specs described so far, by env, kwargs and Python. Leaked on purpose: a
+  // static destructor could run while another thread still describes.
+  struct DescribedSpecs {
+    Mutex mu;
+    std::map<std::string, EnvSpec> by_key RLSWARM_GUARDED_BY(mu);
+  };
+  static auto* cache = new DescribedSpecs;
   const std::string key =
       std::string(env_id) + '\n' + KwargsOf(env_id, options) + '\n' + PythonOf(options);
   {
-    std::lock_guard lock(mu);
-    if (auto it = cache->find(key); it != cache->end()) return it->second;
+    MutexLock lock(cache->mu);
+    if (auto it = cache->by_key.find(key); it != cache->by_key.end()) return it->second;
   }
   EnvWorkerOptions o;
   o.env_id = std::string(env_id);
   o.env = options;
   EnvWorker worker(o, /*describe=*/true);
-  std::lock_guard lock(mu);
-  cache->emplace(key, worker.spec_);
+  MutexLock lock(cache->mu);
+  cache->by_key.emplace(key, worker.spec_);
   return worker.spec_;
 }
 

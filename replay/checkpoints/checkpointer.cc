@@ -156,24 +156,37 @@ CheckpointInfo Checkpointer::Write(Table& table) {
   return info;
 }
 
-void Checkpointer::WriteFiles(const TableSnapshot& snapshot, const std::string& path,
-                              std::int64_t sequence, CheckpointInfo& info) {
-  const TableState& state = snapshot.state();
+namespace {
+
+// The snapshot's live rows as (insert sequence, slot), oldest first (the
+// key's high bits are its insert sequence). Throws Internal when their
+// number is not the table's size.
+std::vector<std::pair<std::uint64_t, std::int64_t>> LiveRowsOldestFirst(
+    const TableSnapshot& snapshot) {
+  const std::int64_t size = snapshot.state().size;
   const ColumnStore::Snapshot& columns = snapshot.columns();
   const int slot_bits = snapshot.slot_bits();
-
-  // Live rows, oldest first (the key's high bits are its insert sequence).
   std::vector<std::pair<std::uint64_t, std::int64_t>> live;
-  live.reserve(static_cast<std::size_t>(state.size));
+  live.reserve(static_cast<std::size_t>(size));
   for (std::int64_t slot = 0; slot < snapshot.capacity(); ++slot) {
     const auto key = columns.Get<ItemMeta>(kMetaColumn, slot).key;
     if (key != 0) live.emplace_back(key >> slot_bits, slot);
   }
   std::sort(live.begin(), live.end());
-  if (static_cast<std::int64_t>(live.size()) != state.size) {
+  if (static_cast<std::int64_t>(live.size()) != size) {
     throw Internal("snapshot holds " + std::to_string(live.size()) + " live rows, expected " +
-                   std::to_string(state.size));
+                   std::to_string(size));
   }
+  return live;
+}
+
+}  // namespace
+
+void Checkpointer::WriteFiles(const TableSnapshot& snapshot, const std::string& path,
+                              std::int64_t sequence, CheckpointInfo& info) {
+  const TableState& state = snapshot.state();
+  const ColumnStore::Snapshot& columns = snapshot.columns();
+  const std::vector<std::pair<std::uint64_t, std::int64_t>> live = LiveRowsOldestFirst(snapshot);
 
   fs_->CreateDir(path);
   const FrameLayout& layout = snapshot.frame_layout();
@@ -332,34 +345,20 @@ void RestoreFrames(ReadableFile& data, const json& section, std::uint64_t offset
               });
 }
 
-}  // namespace
+// What a checkpoint's manifest says, its checksum checked.
+struct Manifest {
+  TableState state;
+  std::uint64_t rows = 0;
+  std::uint64_t data_bytes = 0;
+  json sections;
+};
 
-std::optional<LoadedCheckpoint> Checkpointer::LoadNewest(const TableOptions& options,
-                                                         std::shared_ptr<const Clock> clock) const {
-  options.Validate();
-  for (const Candidate& candidate : ListCheckpoints()) {
-    try {
-      LoadedCheckpoint loaded = Load(candidate, options, clock);
-      spdlog::info("replay checkpoint {}: loaded {} items", candidate.path, loaded.info.items);
-      return loaded;
-    } catch (const FailedPrecondition&) {
-      throw;
-    } catch (const Error& e) {
-      // DataLoss (corrupt, truncated), NotFound (incomplete), I/O errors.
-      spdlog::warn("replay checkpoint {}: skipped: {}", candidate.path, e.what());
-    }
-  }
-  return std::nullopt;
-}
-
-LoadedCheckpoint Checkpointer::Load(const Candidate& candidate, const TableOptions& options,
-                                    std::shared_ptr<const Clock> clock) const {
-  const std::string& path = candidate.path;
-  // The manifest: present, parseable, its own checksum right.
-  auto manifest_file = fs_->OpenReadable(path + "/" + kManifest);
-  if (manifest_file->Size() > kMaxManifestBytes) throw DataLoss("manifest is too large");
-  std::string text(manifest_file->Size(), '\0');
-  manifest_file->ReadAt(0, std::as_writable_bytes(std::span<char>(text.data(), text.size())));
+// Reads and checks the manifest: present, parseable, its own checksum
+// right, a format this code writes. Throws DataLoss (or an I/O error).
+Manifest ReadManifest(ReadableFile& file) {
+  if (file.Size() > kMaxManifestBytes) throw DataLoss("manifest is too large");
+  std::string text(file.Size(), '\0');
+  file.ReadAt(0, std::as_writable_bytes(std::span<char>(text.data(), text.size())));
   json root;
   try {
     root = json::parse(text);
@@ -374,29 +373,32 @@ LoadedCheckpoint Checkpointer::Load(const Candidate& candidate, const TableOptio
   if (BodyCrc(body) != root["body_crc32c"].get<std::uint32_t>()) {
     throw DataLoss("manifest checksum mismatch");
   }
-  TableState state;
-  std::uint64_t rows = 0;
-  std::uint64_t data_bytes = 0;
-  json sections;
+  Manifest m;
   try {
     if (body.at("format") != kFormat || body.at("version") != kFormatVersion ||
         body.at("byte_order") != "little") {
       throw DataLoss("unknown format " + body.at("format").dump() + " version " +
                      body.at("version").dump() + " byte order " + body.at("byte_order").dump());
     }
-    state = TableStateFromJson(body.at("state"));
-    state.options.Validate();
-    rows = body.at("rows").get<std::uint64_t>();
-    data_bytes = body.at("data_file").at("bytes").get<std::uint64_t>();
-    sections = body.at("sections");
+    m.state = TableStateFromJson(body.at("state"));
+    m.state.options.Validate();
+    m.rows = body.at("rows").get<std::uint64_t>();
+    m.data_bytes = body.at("data_file").at("bytes").get<std::uint64_t>();
+    m.sections = body.at("sections");
   } catch (const json::exception& e) {
     throw DataLoss(std::string("manifest: ") + e.what());
   } catch (const InvalidArgument& e) {
     throw DataLoss(std::string("manifest: ") + e.what());
   }
+  return m;
+}
 
-  // Compatible with the table asked for?
-  const TableOptions& saved = state.options;
+// The options of the table to restore checkpoint `path` into: `options`,
+// with the selector, rate limiter and max_times_sampled `saved` (as last
+// reconfigured). Throws FailedPrecondition when the checkpoint holds a
+// different table (frame fields, signature, capacity or selector kind).
+TableOptions MergeSavedOptions(const TableOptions& saved, const TableOptions& options,
+                               const std::string& path) {
   if (saved.frame_fields != options.frame_fields) {
     throw FailedPrecondition("checkpoint " + path + " holds table '" + saved.name +
                              "' with frame fields " + json(saved.frame_fields).dump() +
@@ -420,6 +422,38 @@ LoadedCheckpoint Checkpointer::Load(const Candidate& candidate, const TableOptio
   merged.selector = saved.selector;
   merged.rate_limiter = saved.rate_limiter;
   merged.max_times_sampled = saved.max_times_sampled;
+  return merged;
+}
+
+}  // namespace
+
+std::optional<LoadedCheckpoint> Checkpointer::LoadNewest(const TableOptions& options,
+                                                         std::shared_ptr<const Clock> clock) const {
+  options.Validate();
+  for (const Candidate& candidate : ListCheckpoints()) {
+    try {
+      LoadedCheckpoint loaded = Load(candidate, options, clock);
+      spdlog::info("replay checkpoint {}: loaded {} items", candidate.path, loaded.info.items);
+      return loaded;
+    } catch (const FailedPrecondition&) {
+      throw;
+    } catch (const Error& e) {
+      // DataLoss (corrupt, truncated), NotFound (incomplete), I/O errors.
+      spdlog::warn("replay checkpoint {}: skipped: {}", candidate.path, e.what());
+    }
+  }
+  return std::nullopt;
+}
+
+LoadedCheckpoint Checkpointer::Load(const Candidate& candidate, const TableOptions& options,
+                                    std::shared_ptr<const Clock> clock) const {
+  const std::string& path = candidate.path;
+  Manifest manifest = ReadManifest(*fs_->OpenReadable(path + "/" + kManifest));
+  TableState& state = manifest.state;
+  const std::uint64_t rows = manifest.rows;
+  const std::uint64_t data_bytes = manifest.data_bytes;
+  const json& sections = manifest.sections;
+  const TableOptions merged = MergeSavedOptions(state.options, options, path);
   state.options = merged;
   if (rows > static_cast<std::uint64_t>(merged.capacity) ||
       rows != static_cast<std::uint64_t>(state.size)) {

@@ -104,7 +104,10 @@ class Checkpointer {
 
   const CheckpointerOptions options_;
   const std::shared_ptr<FileSystem> fs_;
-  Mutex mu_;  // one Write() at a time
+  // One Write() at a time. It guards no member: what it protects is the
+  // directory on disk (the next sequence number, which checkpoints Prune()
+  // removes), so WriteFiles() and Prune() require it.
+  Mutex mu_;
 };
 
 }  // namespace rlswarm::replay

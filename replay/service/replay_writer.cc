@@ -149,12 +149,15 @@ void ReplayWriter::WaitForRoomLocked(MutexLock& lock) {
   // oldest. Only the first seal of an outage waits; later ones drop at once
   // until the buffer drains (an unreachable replay costs the actor one
   // max_block, not one per batch). A rate limiter that holds inserts only
-  // makes the actor wait (max_block is long for paced runs).
+  // makes the actor wait (max_block is long for paced runs), unless it is
+  // stopping (StopWaiting).
   auto has_room = [this]() RLSWARM_REQUIRES(mu_) {
     return closed_ || static_cast<std::int64_t>(ready_.size()) < options_.max_buffered_batches;
   };
-  if (!has_room() && !dropping_) {
-    dropping_ = !changed_.WaitFor(lock, options_.max_block, has_room);
+  if (!has_room() && !dropping_ && !never_wait_) {
+    dropping_ = !changed_.WaitFor(lock, options_.max_block, [&]() RLSWARM_REQUIRES(mu_) {
+      return has_room() || never_wait_;
+    });
   } else if (has_room()) {
     dropping_ = false;
   }
@@ -354,6 +357,14 @@ void ReplayWriter::Close() {
   stats_.buffered = 0;
   stats_.resending = 0;
   stats_.staged_items = 0;
+}
+
+void ReplayWriter::StopWaiting() {
+  {
+    MutexLock lock(mu_);
+    never_wait_ = true;
+  }
+  changed_.NotifyAll();
 }
 
 ReplayWriterStats ReplayWriter::stats() const {

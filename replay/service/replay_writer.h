@@ -99,6 +99,12 @@ class ReplayWriter {
   // Stops sending; batches not yet acknowledged are dropped and counted.
   // Idempotent.
   void Close();
+  // For a producer that is stopping (an actor's Stop()): wakes an Append or
+  // AppendShared waiting for room, and keeps later ones from waiting; with
+  // the buffer full they drop the oldest waiting batch at once, as after
+  // max_block. Sending, Flush and Close go on as before. Never blocks but
+  // on the lock; idempotent.
+  void StopWaiting();
   ReplayWriterStats stats() const;
 
  private:
@@ -138,6 +144,8 @@ class ReplayWriter {
   bool closed_ RLSWARM_GUARDED_BY(mu_) = false;
   // The buffer stayed full for max_block: drop without waiting.
   bool dropping_ RLSWARM_GUARDED_BY(mu_) = false;
+  // StopWaiting() was called: appends never wait for room.
+  bool never_wait_ RLSWARM_GUARDED_BY(mu_) = false;
   std::unique_ptr<Staging> staging_ RLSWARM_PT_GUARDED_BY(mu_);  // set once, by the constructor
   std::chrono::steady_clock::time_point staged_since_ RLSWARM_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<Batch>> ready_ RLSWARM_GUARDED_BY(mu_);
