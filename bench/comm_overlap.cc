@@ -27,12 +27,63 @@ double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// One update's buffers, allocated once so that only the collectives are timed.
-struct UnitBuffers {
-  at::Tensor shard;  // param dtype, what the all-gather sends
-  at::Tensor full;   // param dtype, what it fills
-  at::Tensor grad;   // reduce dtype, the reduce-scatter's input
-};
+}  // namespace
+
+ComputeAloneTimer::ComputeAloneTimer(const models::ModelSpec& spec,
+                                     const lrn::ShardedModelOptions& options, at::Tensor x,
+                                     at::Tensor y, double step_share)
+    : local_(spec, options, nullptr), x_(std::move(x)), y_(std::move(y)), step_share_(step_share) {
+  double forward_backward = 0, step = 0;
+  Update(&forward_backward, &step);  // warm-up
+}
+
+void ComputeAloneTimer::Update(double* forward_backward, double* step) {
+  const at::Device device = local_.options().device;
+  auto t0 = Clock::now();
+  local_.ZeroGrad();
+  at::Tensor q = local_.Forward(x_);
+  torch::mse_loss(q, y_.to(q.scalar_type())).backward();
+  Sync(device);
+  *forward_backward = Since(t0);
+  t0 = Clock::now();
+  local_.Step();
+  Sync(device);
+  *step = Since(t0);
+}
+
+void ComputeAloneTimer::TimeOne() {
+  double forward_backward = 0, step = 0;
+  Update(&forward_backward, &step);
+  forward_backward_.push_back(forward_backward);
+  step_.push_back(step);
+}
+
+ComputeAlone ComputeAloneTimer::Result() const {
+  if (step_.empty()) return {0, 0, step_share_};
+  return {Median(forward_backward_), Median(step_), step_share_};
+}
+
+CommAloneTimer::CommAloneTimer(const lrn::ShardedModel& net,
+                               std::shared_ptr<lrn::Communicator> comm)
+    : net_(net), comm_(std::move(comm)) {
+  const lrn::ShardingOptions& o = net.options().sharding;
+  const at::TensorOptions param =
+      at::device(net.options().device).dtype(o.mixed_precision.param_dtype);
+  const at::TensorOptions reduce =
+      at::device(net.options().device).dtype(o.mixed_precision.reduce_dtype);
+  int64_t flat = 0;
+  for (const lrn::UnitLayout& u : net.layouts()) {
+    flat += u.padded_numel;
+    if (net.direct()) continue;
+    units_.push_back({at::zeros({u.shard_numel}, param), at::zeros({u.padded_numel}, param),
+                      at::zeros({u.padded_numel}, reduce)});
+  }
+  if (net.direct()) flat_grad_ = at::zeros({flat}, reduce);
+  norms_ = at::zeros({4}, at::device(net.options().device).dtype(at::kDouble));
+  OneUpdate();  // warm-up
+  Sync(net.options().device);
+  start_ = comm_->stats();
+}
 
 // The collectives ShardedModel issues in one update (learner/gathered_units.h
 // has the data path): forward all-gathers with the forward prefetch window;
@@ -40,17 +91,17 @@ struct UnitBuffers {
 // with the backward window, each unit's reduce-scatter once its gather is
 // there, at most 2 of them in flight; then the step's norms all-reduce. The
 // direct path (no_shard) all-reduces its whole gradient once.
-void OneUpdate(const lrn::ShardedModel& net, lrn::Communicator& comm,
-               std::vector<UnitBuffers>& units, at::Tensor& flat_grad, at::Tensor& norms) {
-  const lrn::ShardingOptions& o = net.options().sharding;
-  if (net.direct()) {
-    comm.AllReduceSum(flat_grad, "comm alone: gradient").Wait();
+void CommAloneTimer::OneUpdate() {
+  lrn::Communicator& comm = *comm_;
+  const lrn::ShardingOptions& o = net_.options().sharding;
+  if (net_.direct()) {
+    comm.AllReduceSum(flat_grad_, "comm alone: gradient").Wait();
     return;
   }
-  const size_t n = units.size();
+  const size_t n = units_.size();
   std::deque<lrn::PendingCollective> forward;
   for (size_t u = 0; u < n; ++u) {
-    forward.push_back(comm.AllGather(units[u].shard, units[u].full, "comm alone: gather"));
+    forward.push_back(comm.AllGather(units_[u].shard, units_[u].full, "comm alone: gather"));
     if (forward.size() > static_cast<size_t>(o.num_to_forward_prefetch)) {
       forward.front().Wait();
       forward.pop_front();
@@ -66,7 +117,7 @@ void OneUpdate(const lrn::ShardedModel& net, lrn::Communicator& comm,
       for (size_t k = 0; k <= static_cast<size_t>(o.num_to_backward_prefetch) && k <= u; ++k) {
         const size_t p = u - k;
         if (p + 1 < n && !gathers.count(p)) {
-          gathers[p] = comm.AllGather(units[p].shard, units[p].full, "comm alone: re-gather");
+          gathers[p] = comm.AllGather(units_[p].shard, units_[p].full, "comm alone: re-gather");
         }
       }
       if (gathers.count(u)) {
@@ -75,73 +126,32 @@ void OneUpdate(const lrn::ShardedModel& net, lrn::Communicator& comm,
       }
     }
     reductions.push_back(
-        comm.ReduceScatterSumAsync(units[u].grad, o.reduce_scatter, "comm alone: reduce"));
+        comm.ReduceScatterSumAsync(units_[u].grad, o.reduce_scatter, "comm alone: reduce"));
     if (reductions.size() > 2) {
       reductions.front().Wait();
       reductions.pop_front();
     }
   }
   for (auto& r : reductions) r.Wait();
-  comm.AllReduceSum(norms, "comm alone: norms").Wait();
+  comm.AllReduceSum(norms_, "comm alone: norms").Wait();
 }
 
-}  // namespace
-
-ComputeAlone MeasureComputeAlone(const models::ModelSpec& spec,
-                                 const lrn::ShardedModelOptions& options, const at::Tensor& x,
-                                 const at::Tensor& y, double step_share, int updates) {
-  lrn::ShardedModel local(spec, options, nullptr);
-  std::vector<double> forward_backward, step;
-  for (int i = 0; i <= updates; ++i) {  // the first is a warm-up
-    auto t0 = Clock::now();
-    local.ZeroGrad();
-    at::Tensor q = local.Forward(x);
-    torch::mse_loss(q, y.to(q.scalar_type())).backward();
-    Sync(options.device);
-    const double fb = Since(t0);
-    t0 = Clock::now();
-    local.Step();
-    Sync(options.device);
-    if (i == 0) continue;
-    forward_backward.push_back(fb);
-    step.push_back(Since(t0));
-  }
-  return {Median(forward_backward), Median(step), step_share};
+void CommAloneTimer::TimeOne() {
+  const auto t0 = Clock::now();
+  OneUpdate();
+  Sync(net_.options().device);
+  seconds_.push_back(Since(t0));
 }
 
-CommAlone MeasureCommAlone(const lrn::ShardedModel& net, lrn::Communicator& comm, int updates) {
-  const lrn::ShardingOptions& o = net.options().sharding;
-  const at::Device device = net.options().device;
-  const at::ScalarType param = o.mixed_precision.param_dtype;
-  const at::ScalarType reduce = o.mixed_precision.reduce_dtype;
-  std::vector<UnitBuffers> units;
-  int64_t flat = 0;
-  for (const lrn::UnitLayout& u : net.layouts()) {
-    flat += u.padded_numel;
-    if (net.direct()) continue;
-    units.push_back({at::zeros({u.shard_numel}, at::device(device).dtype(param)),
-                     at::zeros({u.padded_numel}, at::device(device).dtype(param)),
-                     at::zeros({u.padded_numel}, at::device(device).dtype(reduce))});
-  }
-  at::Tensor flat_grad =
-      net.direct() ? at::zeros({flat}, at::device(device).dtype(reduce)) : at::Tensor();
-  at::Tensor norms = at::zeros({4}, at::device(device).dtype(at::kDouble));
-  OneUpdate(net, comm, units, flat_grad, norms);  // warm-up
-  Sync(device);
-  const lrn::CommStats before = comm.stats();
-  std::vector<double> seconds;
-  for (int i = 0; i < updates; ++i) {
-    const auto t0 = Clock::now();
-    OneUpdate(net, comm, units, flat_grad, norms);
-    Sync(device);
-    seconds.push_back(Since(t0));
-  }
-  const lrn::CommStats& after = comm.stats();
+CommAlone CommAloneTimer::Result() const {
+  if (seconds_.empty()) return {};
+  const lrn::CommStats& now = comm_->stats();
+  const double n = static_cast<double>(seconds_.size());
   CommAlone r;
-  r.seconds = Median(seconds);
-  r.collectives = static_cast<double>(after.collectives - before.collectives) / updates;
-  r.bytes_sent = static_cast<double>(after.bytes_sent - before.bytes_sent) / updates;
-  r.span_union_seconds = (after.span_union_seconds - before.span_union_seconds) / updates;
+  r.seconds = Median(seconds_);
+  r.collectives = static_cast<double>(now.collectives - start_.collectives) / n;
+  r.bytes_sent = static_cast<double>(now.bytes_sent - start_.bytes_sent) / n;
+  r.span_union_seconds = (now.span_union_seconds - start_.span_union_seconds) / n;
   return r;
 }
 

@@ -20,10 +20,12 @@
 // in flight, issued back to back with no compute between them.
 //
 // Both run on every rank at once, as the update does, so on a shared CPU
-// they meet the same contention. Not thread-safe; ranks call them in the
-// same order (comm_alone issues collectives).
+// they meet the same contention, and one update at a time, so that a caller
+// can interleave them with the updates it measures.
 
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "learner/communicator.h"
 #include "learner/sharded_model.h"
@@ -38,12 +40,27 @@ struct ComputeAlone {
   double Seconds() const { return forward_backward_seconds + step_share * step_seconds; }
 };
 
-// `options`: the measured model's (its device, dtypes, strategy); the direct
-// model is built from them without a group. `step_share` as above. Times
-// `updates` updates after one warm-up. Blocks for their time.
-ComputeAlone MeasureComputeAlone(const models::ModelSpec& spec,
-                                 const learner::ShardedModelOptions& options, const at::Tensor& x,
-                                 const at::Tensor& y, double step_share, int updates);
+// Times the compute alone one update at a time, so that a caller can
+// interleave it with the updates it measures (the same minutes of a shared
+// machine). `options`: the measured model's (its device, dtypes, strategy);
+// the direct model is built from them without a group and warmed up by one
+// update here. `step_share` as above. Not thread-safe.
+class ComputeAloneTimer {
+ public:
+  ComputeAloneTimer(const models::ModelSpec& spec, const learner::ShardedModelOptions& options,
+                    at::Tensor x, at::Tensor y, double step_share);
+  // One update, timed (blocks for it).
+  void TimeOne();
+  // Medians over the TimeOne() calls so far (zeros before the first).
+  ComputeAlone Result() const;
+
+ private:
+  void Update(double* forward_backward, double* step);
+  learner::ShardedModel local_;
+  at::Tensor x_, y_;
+  double step_share_;
+  std::vector<double> forward_backward_, step_;
+};
 
 struct CommAlone {
   double seconds = 0;             // median per update
@@ -52,11 +69,32 @@ struct CommAlone {
   double span_union_seconds = 0;  // per update (0 on stream-ordered backends)
 };
 
-// The collectives of one update of `net` (its layouts and sharding options)
-// on `comm`, `updates` times after one warm-up. Collective calls block or
-// throw as Communicator's do; every rank must call it at the same point.
-CommAlone MeasureCommAlone(const learner::ShardedModel& net, learner::Communicator& comm,
-                           int updates);
+// Times the collectives of one update of `net` (its layouts and sharding
+// options) on `comm`, one update's worth at a time, after one warm-up here.
+// `comm` should be a Communicator of its own on the same group, so that
+// `net`'s CommStats count only its updates. Collective calls block or throw
+// as Communicator's do; every rank must call it at the same points. Holds
+// one update's buffers. Not thread-safe.
+class CommAloneTimer {
+ public:
+  CommAloneTimer(const learner::ShardedModel& net, std::shared_ptr<learner::Communicator> comm);
+  void TimeOne();
+  CommAlone Result() const;
+
+ private:
+  struct UnitBuffers {
+    at::Tensor shard;  // param dtype, what the all-gather sends
+    at::Tensor full;   // param dtype, what it fills
+    at::Tensor grad;   // reduce dtype, the reduce-scatter's input
+  };
+  void OneUpdate();
+  const learner::ShardedModel& net_;
+  std::shared_ptr<learner::Communicator> comm_;
+  std::vector<UnitBuffers> units_;
+  at::Tensor flat_grad_, norms_;
+  learner::CommStats start_;
+  std::vector<double> seconds_;
+};
 
 // {"exposed_comm_seconds_per_update", "hidden_fraction"} from the three
 // times; hidden_fraction null where comm_alone is 0.

@@ -514,15 +514,18 @@ json MeasureWorld1(const Config& cfg, const std::string& model, int64_t batch) {
 
 // World > 1: one variant on this rank; all ranks call it in the same order.
 // The iteration count is agreed through an all-reduce (rank 0 decides), so
-// every rank issues the same collectives.
+// every rank issues the same collectives. `side`: a second communicator on
+// the same group, for the communication-alone updates (so that `comm`'s
+// CommStats count only the measured model's).
 json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, const Variant& var,
-                    const std::shared_ptr<lrn::Communicator>& comm) {
+                    const std::shared_ptr<lrn::Communicator>& comm,
+                    const std::shared_ptr<lrn::Communicator>& side) {
   mdl::ModelSpec spec = SpecFor(model);
   const int world = comm->world_size();
   auto [x, y] = RandomBatch(spec, batch / world);
   // This rank's peak from just before the model is built through its first
   // updates (by then every buffer it uses has been allocated once; the
-  // CUDA-only compute-only model below is built after the peak is read).
+  // compute-alone model below is built after the peak is read).
   lrn::PeakMemoryMeter meter(g_device);
   lrn::ShardedModel net(spec, OptionsFor(cfg, spec, var), comm);
   auto update = [&, &xx = x, &yy = y] {
@@ -540,15 +543,15 @@ json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, 
   comm->ControlAllReduceSum(peaks, "measured peaks");
   const auto measured_peak = static_cast<int64_t>(peaks.max().item<double>());
   // The hidden share needs this update's compute alone and its
-  // communication alone (bench/comm_overlap.h), on every rank at once.
-  std::optional<OverlapParts> parts;
+  // communication alone (bench/comm_overlap.h), on every rank at once, timed
+  // once after each repetition's updates: the same minutes of the shared
+  // machine as the updates they are set against.
+  std::optional<rlswarm::bench::ComputeAloneTimer> compute_alone;
+  std::optional<rlswarm::bench::CommAloneTimer> comm_alone;
   if (!cfg.throughput_only) {
-    const int times = std::max(3, cfg.reps);
-    parts.emplace();
-    parts->compute =
-        rlswarm::bench::MeasureComputeAlone(spec, OptionsFor(cfg, spec, var), x, y,
-                                            1.0 / static_cast<double>(net.shard_count()), times);
-    parts->comm = rlswarm::bench::MeasureCommAlone(net, net.communicator(), times);
+    compute_alone.emplace(spec, OptionsFor(cfg, spec, var), x, y,
+                          1.0 / static_cast<double>(net.shard_count()));
+    comm_alone.emplace(net, side);
   }
   if (!g_trace.empty()) {
     const std::string trace = lrn::TraceOneUpdate(*comm, [&] {
@@ -592,6 +595,8 @@ json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, 
     SyncDevice();
     reps.push_back(n / std::chrono::duration<double>(Clock::now() - t0).count());
     total_iters += n + settle;
+    if (compute_alone) compute_alone->TimeOne();
+    if (comm_alone) comm_alone->TimeOne();
     if (plain) {
       plain_reps.push_back(TimeLocal(cfg.seconds, [&] {
         plain_opt->zero_grad();
@@ -600,12 +605,16 @@ json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, 
       }));
     }
   }
+  std::optional<OverlapParts> parts;
+  if (compute_alone && comm_alone)
+    parts = OverlapParts{compute_alone->Result(), comm_alone->Result()};
   json row = Describe(cfg, model, batch, var, net, Median(reps), total_iters, measured_peak, parts);
   if (!plain_reps.empty()) row["plain_updates_per_sec"] = Median(plain_reps);
   return row;
 }
 
-json RunAll(const Config& cfg, const std::shared_ptr<lrn::Communicator>& comm) {
+json RunAll(const Config& cfg, const std::shared_ptr<lrn::Communicator>& comm,
+            const std::shared_ptr<lrn::Communicator>& side) {
   json rows = json::array();
   // LibTorch's lazily built kernels and pools, and Gloo's first buffers,
   // come up here, not inside the first case's measured peak.
@@ -623,7 +632,7 @@ json RunAll(const Config& cfg, const std::shared_ptr<lrn::Communicator>& comm) {
   for (const std::string& model : cfg.models) {
     for (int64_t batch : cfg.batches) {
       for (const Variant& v : Variants(cfg, comm.get())) {
-        rows.push_back(MeasureSharded(cfg, model, batch, v, comm));
+        rows.push_back(MeasureSharded(cfg, model, batch, v, comm, side));
       }
     }
   }
@@ -908,7 +917,7 @@ int main(int argc, char** argv) {
     auto comm = pg.MakeCommunicator();
     lrn::CheckDistinctDevices(*comm, g_device, "this host");
     comm->set_collect_device_timings(g_device.is_cuda());
-    json rows = RunAll(cfg, comm);
+    json rows = RunAll(cfg, comm, pg.MakeCommunicator());
     if (rank == 0) std::ofstream(out) << rows.dump();
     return 0;
   }
