@@ -7,9 +7,9 @@
 //  - bytes are counted: the bytes this rank sends under the algorithm's ideal
 //    volume (all-gather and all-to-all: (N-1)/N of the full buffer;
 //    ring all-reduce: 2(N-1)/N), so runs at different world sizes compare;
-//  - time is counted: how long each collective ran (issue to completion) and
-//    how long the caller was blocked waiting for it, which gives the share of
-//    communication hidden behind compute;
+//  - time is counted: each collective's span (issue to completion), summed
+//    and as their union, and how long the caller was blocked waiting (none
+//    of them is the share hidden behind compute: see CommStats);
 //  - reduce-scatter exists everywhere: Gloo in LibTorch 1.13 throws on
 //    reduce_scatter and _reduce_scatter_base, so there it is built from
 //    alltoall_base plus a local sum (cheapest measured) or from all-reduce
