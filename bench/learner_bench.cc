@@ -61,7 +61,8 @@
 // (whose ranks hold the whole model and halve only the batch: beside
 // full_shard it separates what sharding saves from what the split batch
 // saves); then the checkpoint row of the same model (--checkpoint, 2
-// saves); then 3 scaling rounds.
+// saves). The scaling rounds stay out (3-4 min each for this model) unless
+// --scaling-rounds is given.
 // --scaling-rounds N: N rounds of world 1 with 1 thread, world 1 with 2
 // threads and world 2 with 1 thread per rank (full_shard), each case in its
 // own process, updates/s only (bench/scaling_rounds.h): {"case":
@@ -799,8 +800,8 @@ int main(int argc, char** argv) {
                  "worlds use the first)");
   app.add_flag("--large", large,
                "The >= 50 M parameter cases: resmlp_large (residual MLP, 512 wide, 96 blocks), "
-               "full_shard, worlds 1,2, world 1 with 1 and 2 threads, then the checkpoint row; "
-               "--batches default 512, --seconds 10");
+               "world 1 with 1 and 2 threads, world 2 in full_shard and no_shard, then the "
+               "checkpoint row; --batches default 512, --seconds 10");
   app.add_option("--large-width", g_large_width, "resmlp_large: width of the residual stream")
       ->check(CLI::PositiveNumber);
   app.add_option("--large-blocks", g_large_blocks, "resmlp_large: residual blocks")
@@ -819,7 +820,7 @@ int main(int argc, char** argv) {
   app.add_option("--scaling-rounds", scaling_rounds,
                  "Rounds of world 1 (1 and 2 threads) against world 2 (1 thread per rank), each "
                  "case in its own process, order rotated per round (bench/scaling_rounds.h); "
-                 "--large runs 3 after its table");
+                 "with --large, after its table (for resmlp_large: 3-4 min per round)");
   app.add_option("--results-file", results_file, "Internal: also write the results here");
   app.add_flag("--no-malloc-tuning", no_malloc_tuning,
                "Keep glibc's default of returning large frees to the OS");
@@ -854,7 +855,6 @@ int main(int argc, char** argv) {
     if (app.count("--batches") == 0) batches = std::to_string(kLargeBatch);
     if (app.count("--threads") == 0) threads = "1,2";
     if (app.count("--seconds") == 0) cfg.seconds = 10;
-    if (app.count("--scaling-rounds") == 0) scaling_rounds = 3;
     cfg.large_variants = true;
     isolate = true;
   }
