@@ -6,7 +6,7 @@
 //                 [--backend auto|gloo|nccl] [--param-dtype D] [--reduce-dtype D]
 //                 [--prefetch-depths 2] [--threads 1] [--large] [--isolate]
 //                 [--activation-checkpointing] [--trace FILE]
-//                 [--dqn-update] [--checkpoint]
+//                 [--dqn-update] [--checkpoint] [--scaling-rounds N]
 //
 // One update = zero grad, forward, MSE against random targets, backward,
 // optimizer step (Adam, lr 1e-3) on a fixed random global batch. Plain:
@@ -16,29 +16,37 @@
 // NCCL on cuda:<rank> with --device cuda), each rank computing on half of
 // the global batch. World 1 on cuda runs without a group, as the learner
 // does; with --backend nccl it runs as a 1-rank NCCL group instead (the
-// sharded path through NCCL). Every process uses one intra-op
-// thread (the machine has 2 cores). Figures are medians of --reps
-// measurements of --seconds each.
+// sharded path through NCCL). Every process uses one intra-op thread (the
+// machine has 2 cores) unless --threads says otherwise. Figures are medians
+// of --reps measurements of --seconds each.
 //
 // JSON: {"results": [{"model", "batch", "world_size", "device", "backend",
 //   "strategy", "reduce_scatter", "param_dtype", "reduce_dtype", "units",
 //   "updates_per_sec", "plain_updates_per_sec", "state_bytes_per_rank",
 //   "unsharded_state_bytes", "comm_bytes_per_update",
 //   "collectives_per_update", "comm_seconds_per_update",
-//   "overlap_fraction", "forward_prefetch", "backward_prefetch",
-//   "peak_bytes_per_rank", "measured_peak_bytes_per_rank", "params",
-//   "threads_per_rank", "activation_checkpointing"}...],
+//   "comm_span_union_seconds_per_update", "comm_wait_seconds_per_update",
+//   "busy_not_waited_fraction", "compute_alone_seconds_per_update",
+//   "comm_alone_seconds_per_update", "exposed_comm_seconds_per_update",
+//   "hidden_fraction", "overlap_fraction", "forward_prefetch",
+//   "backward_prefetch", "peak_bytes_per_rank",
+//   "measured_peak_bytes_per_rank", "params", "threads_per_rank",
+//   "activation_checkpointing", ...}...], "definitions": {key: words},
 //   "torch": "...", "blas": "...", "malloc_tuned": true,
 //   "resets_high_water_mark": true}
 // reduce_scatter is the implementation that ran: "native" is the backend's
 // own (NCCL; Gloo in LibTorch 2.x), "alltoall" and "allreduce" the fallbacks
 // that LibTorch 1.13's Gloo needs; on 2.x both native and alltoall rows run.
-// comm_seconds_per_update: issue-to-completion time of the collectives (CPU
-// wall clock; on CUDA NCCL's own CUDA-event timing). overlap_fraction: the
-// share of that hidden behind compute, 1 - (time the rank was blocked
-// waiting) / comm time on the CPU; on CUDA, where waiting does not block the
-// host, 1 - max(0, update time - the same update's time without
-// communication) / comm time. null where nothing was communicated.
+// comm_seconds_per_update: the sum over collectives of issue-to-completion
+// time (CPU wall clock; on CUDA NCCL's own CUDA-event timing), which counts
+// time queued behind other collectives and overlapping spans once per
+// collective; comm_span_union_seconds_per_update: the union of those spans.
+// hidden_fraction (and overlap_fraction, the same value under its older
+// name), on CPU and CUDA alike: 1 - max(0, update - compute alone) / comm
+// alone, from the same run (bench/comm_overlap.h has the definitions, and
+// the JSON's "definitions" repeats them); null at world 1.
+// busy_not_waited_fraction: 1 - wait / sum of spans, what overlap_fraction
+// was on the CPU before, kept only to compare with.
 // peak_bytes_per_rank = state bytes + most gathered parameter bytes held at
 // once + the largest unit's full-size gradient (the reduce-scatter input).
 // measured_peak_bytes_per_rank: what the process really held at its peak
@@ -48,9 +56,18 @@
 // batch's activations and autograd's saved tensors, which the computed
 // figure leaves out, and the allocator's page granularity.
 // --large: the >= 50 M parameter model (resmlp_large, 50.6 M in 96 units),
-// full_shard only, world 1 with 1 and 2 threads and world 2 with 1 thread
-// per rank, batch 512, every case in its own process (--isolate), then the
-// checkpoint row of the same model (--checkpoint, 2 saves).
+// batch 512, every case in its own process (--isolate): world 1 with 1 and 2
+// threads, world 2 with 1 thread per rank in full_shard and in no_shard
+// (whose ranks hold the whole model and halve only the batch: beside
+// full_shard it separates what sharding saves from what the split batch
+// saves); then the checkpoint row of the same model (--checkpoint, 2
+// saves). The scaling rounds stay out (3-4 min each for this model) unless
+// --scaling-rounds is given.
+// --scaling-rounds N: N rounds of world 1 with 1 thread, world 1 with 2
+// threads and world 2 with 1 thread per rank (full_shard), each case in its
+// own process, updates/s only (bench/scaling_rounds.h): {"case":
+// "scaling_round", ...} per round and a {"case": "scaling", ...} summary
+// with min / median / max of each ratio. Without --large, only the rounds.
 // --checkpoint [--checkpoint-dir D]: only the checkpoint case
 // (bench/checkpoint_case.h) for each --models entry at world 1, batch = the
 // first --batches entry, --reps saves: {"results": [{"case": "checkpoint",
@@ -76,6 +93,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -87,7 +105,9 @@
 #include <vector>
 
 #include "bench/checkpoint_case.h"
+#include "bench/comm_overlap.h"
 #include "bench/dqn_update_case.h"
+#include "bench/scaling_rounds.h"
 #include "common/testing/child_process.h"
 #include "learner/dist/device_plan.h"
 #include "learner/dist/memory_peak.h"
@@ -133,8 +153,18 @@ struct Config {
   // Intra-op threads of every process (world 1 runs once per entry; ranks
   // of a larger world use the first).
   std::vector<int> threads = {1};
-  // --large: only full_shard (the models are the case it exists for).
-  bool full_shard_only = false;
+  // --large: full_shard (the models are the case it exists for) and, at
+  // world > 1, no_shard: no_shard's ranks hold the whole model and split only
+  // the batch, so beside full_shard it separates what sharding saves from
+  // what the halved batch per rank saves.
+  bool large_variants = false;
+  // Internal (--strategy): only this strategy's variants ("" = all), so an
+  // isolated case measures one strategy's peak in a fresh process.
+  std::string only_strategy;
+  // Internal (--throughput-only): updates/s alone, for the scaling rounds: no
+  // plain baseline, no compute-alone / comm-alone measurements, 2 settling
+  // updates instead of 5.
+  bool throughput_only = false;
   // --activation-checkpointing: every unit's forward recomputed in backward
   // (learner.activation_checkpointing).
   bool activation_checkpointing = false;
@@ -284,6 +314,16 @@ struct Variant {
   int prefetch = lrn::ShardingOptions{}.num_to_forward_prefetch;  // forward and backward
 };
 
+// `v` less the variants of other strategies than --strategy's, if given.
+std::vector<Variant> Only(const Config& cfg, std::vector<Variant> v) {
+  if (cfg.only_strategy.empty()) return v;
+  const lrn::ShardingStrategy keep = lrn::ParseShardingStrategy(cfg.only_strategy);
+  v.erase(
+      std::remove_if(v.begin(), v.end(), [keep](const Variant& x) { return x.strategy != keep; }),
+      v.end());
+  return v;
+}
+
 // With a group: the default reduce-scatter (the backend's own where it has
 // one) and, where that is not already the all-to-all fallback, the fallback
 // too, so both show in one run; the all-reduce fallback; the model as one
@@ -294,7 +334,10 @@ std::vector<Variant> Variants(const Config& cfg, const lrn::Communicator* comm) 
        {lrn::ShardingStrategy::kFullShard, lrn::ShardingStrategy::kShardGradOp}) {
     for (int depth : cfg.prefetch_depths)
       v.push_back({s, lrn::ReduceScatterImpl::kAuto, false, depth});
-    if (cfg.full_shard_only) return v;
+    if (cfg.large_variants) {
+      if (comm != nullptr && comm->has_group()) v.push_back({lrn::ShardingStrategy::kNoShard});
+      return Only(cfg, v);
+    }
   }
   v.push_back({lrn::ShardingStrategy::kNoShard});
   if (comm != nullptr && comm->has_group()) {
@@ -304,7 +347,7 @@ std::vector<Variant> Variants(const Config& cfg, const lrn::Communicator* comm) 
     v.push_back({lrn::ShardingStrategy::kFullShard, lrn::ReduceScatterImpl::kAllReduce});
     v.push_back({lrn::ShardingStrategy::kFullShard, lrn::ReduceScatterImpl::kAuto, true});
   }
-  return v;
+  return Only(cfg, v);
 }
 
 lrn::ShardedModelOptions OptionsFor(const Config& cfg, const mdl::ModelSpec& spec,
@@ -323,11 +366,16 @@ lrn::ShardedModelOptions OptionsFor(const Config& cfg, const mdl::ModelSpec& spe
   return options;
 }
 
-// `compute_only_seconds`: the same update's time without communication (a
-// direct-path model on the same local batch), for the CUDA overlap figure.
+// The update's compute alone and communication alone (bench/comm_overlap.h),
+// measured at world > 1 unless --throughput-only.
+struct OverlapParts {
+  rlswarm::bench::ComputeAlone compute;
+  rlswarm::bench::CommAlone comm;
+};
+
 json Describe(const Config& cfg, const std::string& model, int64_t batch, const Variant& var,
               lrn::ShardedModel& net, double updates_per_sec, int64_t updates,
-              int64_t measured_peak_bytes, double compute_only_seconds = 0) {
+              int64_t measured_peak_bytes, const std::optional<OverlapParts>& parts = {}) {
   lrn::Communicator& comm = net.communicator();
   comm.CollectDeviceTimings();
   const lrn::CommStats stats = comm.stats();
@@ -349,16 +397,31 @@ json Describe(const Config& cfg, const std::string& model, int64_t batch, const 
       reduce_scatters ? lrn::ReduceScatterImplName(comm.Resolve(var.reduce_scatter)) : "none";
   j["param_dtype"] = cfg.param_dtype;
   j["reduce_dtype"] = cfg.reduce_dtype;
-  const double comm_s = stats.busy_seconds / static_cast<double>(updates);
-  j["comm_seconds_per_update"] = comm_s;
-  if (stats.collectives == 0 || comm_s <= 0) {
-    j["overlap_fraction"] = nullptr;
-  } else if (g_device.is_cuda()) {
-    const double exposed = std::max(0.0, 1.0 / updates_per_sec - compute_only_seconds);
-    j["overlap_fraction"] = std::clamp(1.0 - exposed / comm_s, 0.0, 1.0);
-  } else {
-    j["overlap_fraction"] = std::clamp(1.0 - stats.wait_seconds / stats.busy_seconds, 0.0, 1.0);
+  const double n = static_cast<double>(updates);
+  j["comm_seconds_per_update"] = stats.busy_seconds / n;
+  j["comm_span_union_seconds_per_update"] = stats.span_union_seconds / n;
+  j["comm_wait_seconds_per_update"] = stats.wait_seconds / n;
+  // What overlap_fraction used to be on the CPU, kept to compare with: it
+  // divides by the summed spans, so it is no hidden share.
+  j["busy_not_waited_fraction"] =
+      stats.busy_seconds > 0 && !g_device.is_cuda()
+          ? json(std::clamp(1.0 - stats.wait_seconds / stats.busy_seconds, 0.0, 1.0))
+          : json(nullptr);
+  j["hidden_fraction"] = nullptr;
+  if (parts) {
+    j["compute_alone_seconds_per_update"] = parts->compute.Seconds();
+    j["compute_alone_forward_backward_seconds"] = parts->compute.forward_backward_seconds;
+    j["compute_alone_step_seconds"] = parts->compute.step_seconds;
+    j["compute_alone_step_share"] = parts->compute.step_share;
+    j["comm_alone_seconds_per_update"] = parts->comm.seconds;
+    j["comm_alone_span_union_seconds_per_update"] = parts->comm.span_union_seconds;
+    j["comm_alone_collectives_per_update"] = parts->comm.collectives;
+    if (stats.collectives > 0) {
+      j.update(rlswarm::bench::HiddenShare(1.0 / updates_per_sec, parts->compute.Seconds(),
+                                           parts->comm.seconds));
+    }
   }
+  j["overlap_fraction"] = j["hidden_fraction"];
   j["units"] = net.layouts().size();
   j["updates_per_sec"] = updates_per_sec;
   j["state_bytes_per_rank"] = state.Total();
@@ -428,7 +491,7 @@ json MeasureWorld1(const Config& cfg, const std::string& model, int64_t batch) {
   std::vector<std::vector<double>> reps(variants.size());
   std::vector<int64_t> counts(variants.size(), 0);
   for (int r = 0; r < cfg.reps; ++r) {
-    plain_reps.push_back(TimeLocal(cfg.seconds, plain_update));
+    if (!cfg.throughput_only) plain_reps.push_back(TimeLocal(cfg.seconds, plain_update));
     for (size_t v = 0; v < variants.size(); ++v) {
       lrn::ShardedModel& net = *nets[v];
       reps[v].push_back(TimeLocal(cfg.seconds, [&, &xx = x, &yy = y] {
@@ -444,7 +507,7 @@ json MeasureWorld1(const Config& cfg, const std::string& model, int64_t batch) {
   for (size_t v = 0; v < variants.size(); ++v) {
     json row =
         Describe(cfg, model, batch, variants[v], *nets[v], Median(reps[v]), counts[v], measured[v]);
-    row["plain_updates_per_sec"] = Median(plain_reps);
+    if (!plain_reps.empty()) row["plain_updates_per_sec"] = Median(plain_reps);
     rows.push_back(row);
   }
   return rows;
@@ -452,15 +515,18 @@ json MeasureWorld1(const Config& cfg, const std::string& model, int64_t batch) {
 
 // World > 1: one variant on this rank; all ranks call it in the same order.
 // The iteration count is agreed through an all-reduce (rank 0 decides), so
-// every rank issues the same collectives.
+// every rank issues the same collectives. `side`: a second communicator on
+// the same group, for the communication-alone updates (so that `comm`'s
+// CommStats count only the measured model's).
 json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, const Variant& var,
-                    const std::shared_ptr<lrn::Communicator>& comm) {
+                    const std::shared_ptr<lrn::Communicator>& comm,
+                    const std::shared_ptr<lrn::Communicator>& side) {
   mdl::ModelSpec spec = SpecFor(model);
   const int world = comm->world_size();
   auto [x, y] = RandomBatch(spec, batch / world);
   // This rank's peak from just before the model is built through its first
   // updates (by then every buffer it uses has been allocated once; the
-  // CUDA-only compute-only model below is built after the peak is read).
+  // compute-alone model below is built after the peak is read).
   lrn::PeakMemoryMeter meter(g_device);
   lrn::ShardedModel net(spec, OptionsFor(cfg, spec, var), comm);
   auto update = [&, &xx = x, &yy = y] {
@@ -477,17 +543,16 @@ json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, 
   peaks[comm->rank()] = static_cast<double>(own_peak);
   comm->ControlAllReduceSum(peaks, "measured peaks");
   const auto measured_peak = static_cast<int64_t>(peaks.max().item<double>());
-  // On CUDA the overlap figure needs this update's time without any
-  // communication: a direct-path model on the same local batch.
-  double compute_only_seconds = 0;
-  if (g_device.is_cuda()) {
-    lrn::ShardedModel local(spec, OptionsFor(cfg, spec, var), nullptr);
-    compute_only_seconds = 1.0 / TimeLocal(cfg.seconds, [&, &xx = x, &yy = y] {
-                             local.ZeroGrad();
-                             at::Tensor q = local.Forward(xx);
-                             torch::mse_loss(q, yy.to(q.scalar_type())).backward();
-                             local.Step();
-                           });
+  // The hidden share needs this update's compute alone and its
+  // communication alone (bench/comm_overlap.h), on every rank at once, timed
+  // once after each repetition's updates: the same minutes of the shared
+  // machine as the updates they are set against.
+  std::optional<rlswarm::bench::ComputeAloneTimer> compute_alone;
+  std::optional<rlswarm::bench::CommAloneTimer> comm_alone;
+  if (!cfg.throughput_only) {
+    compute_alone.emplace(spec, OptionsFor(cfg, spec, var), x, y,
+                          1.0 / static_cast<double>(net.shard_count()));
+    comm_alone.emplace(net, side);
   }
   if (!g_trace.empty()) {
     const std::string trace = lrn::TraceOneUpdate(*comm, [&] {
@@ -497,7 +562,8 @@ json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, 
     if (comm->rank() == 0) lrn::WriteTraceFile(g_trace, trace);
     g_trace.clear();
   }
-  for (int i = 0; i < 5; ++i) update();
+  const int settle = cfg.throughput_only ? 2 : 5;
+  for (int i = 0; i < settle; ++i) update();
   // At world > 1, rank 0 also times plain LibTorch on the global batch after
   // each repetition (the other ranks wait in the next iteration-count
   // agreement), so the row's baseline comes from the same minutes as it.
@@ -505,7 +571,7 @@ json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, 
   std::optional<torch::optim::Adam> plain_opt;
   torch::Tensor plain_x, plain_y;
   std::vector<double> plain_reps;
-  if (world > 1 && comm->rank() == 0) {
+  if (world > 1 && comm->rank() == 0 && !cfg.throughput_only) {
     plain = PlainModel(model);
     (*plain)->to(g_device);
     plain_opt.emplace((*plain)->parameters(), torch::optim::AdamOptions(1e-3));
@@ -517,18 +583,21 @@ json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, 
   net.ResetPeak();
   for (int r = 0; r < cfg.reps; ++r) {
     auto t0 = Clock::now();
-    for (int i = 0; i < 5; ++i) update();
+    for (int i = 0; i < settle; ++i) update();
     SyncDevice();
-    const double per_iter = std::chrono::duration<double>(Clock::now() - t0).count() / 5;
-    torch::Tensor iters = torch::tensor(
-        {comm->rank() == 0 ? std::max(5.0, cfg.seconds / per_iter) : 0.0}, torch::kDouble);
+    const double per_iter = std::chrono::duration<double>(Clock::now() - t0).count() / settle;
+    torch::Tensor iters =
+        torch::tensor({comm->rank() == 0 ? std::max<double>(settle, cfg.seconds / per_iter) : 0.0},
+                      torch::kDouble);
     comm->ControlAllReduceSum(iters, "iteration count");
     const int64_t n = static_cast<int64_t>(iters.item<double>());
     t0 = Clock::now();
     for (int64_t i = 0; i < n; ++i) update();
     SyncDevice();
     reps.push_back(n / std::chrono::duration<double>(Clock::now() - t0).count());
-    total_iters += n + 5;
+    total_iters += n + settle;
+    if (compute_alone) compute_alone->TimeOne();
+    if (comm_alone) comm_alone->TimeOne();
     if (plain) {
       plain_reps.push_back(TimeLocal(cfg.seconds, [&] {
         plain_opt->zero_grad();
@@ -537,13 +606,16 @@ json MeasureSharded(const Config& cfg, const std::string& model, int64_t batch, 
       }));
     }
   }
-  json row = Describe(cfg, model, batch, var, net, Median(reps), total_iters, measured_peak,
-                      compute_only_seconds);
+  std::optional<OverlapParts> parts;
+  if (compute_alone && comm_alone)
+    parts = OverlapParts{compute_alone->Result(), comm_alone->Result()};
+  json row = Describe(cfg, model, batch, var, net, Median(reps), total_iters, measured_peak, parts);
   if (!plain_reps.empty()) row["plain_updates_per_sec"] = Median(plain_reps);
   return row;
 }
 
-json RunAll(const Config& cfg, const std::shared_ptr<lrn::Communicator>& comm) {
+json RunAll(const Config& cfg, const std::shared_ptr<lrn::Communicator>& comm,
+            const std::shared_ptr<lrn::Communicator>& side) {
   json rows = json::array();
   // LibTorch's lazily built kernels and pools, and Gloo's first buffers,
   // come up here, not inside the first case's measured peak.
@@ -561,7 +633,7 @@ json RunAll(const Config& cfg, const std::shared_ptr<lrn::Communicator>& comm) {
   for (const std::string& model : cfg.models) {
     for (int64_t batch : cfg.batches) {
       for (const Variant& v : Variants(cfg, comm.get())) {
-        rows.push_back(MeasureSharded(cfg, model, batch, v, comm));
+        rows.push_back(MeasureSharded(cfg, model, batch, v, comm, side));
       }
     }
   }
@@ -587,7 +659,9 @@ std::vector<std::string> ChildFlags(const Config& cfg) {
                                    "--reduce-dtype", cfg.reduce_dtype,
                                    "--large-width",  std::to_string(g_large_width),
                                    "--large-blocks", std::to_string(g_large_blocks)};
-  if (cfg.full_shard_only) args.push_back("--full-shard-only");
+  if (cfg.large_variants) args.push_back("--large-variants");
+  if (!cfg.only_strategy.empty()) args.insert(args.end(), {"--strategy", cfg.only_strategy});
+  if (cfg.throughput_only) args.push_back("--throughput-only");
   if (cfg.activation_checkpointing) args.push_back("--activation-checkpointing");
   if (cfg.no_malloc_tuning) args.push_back("--no-malloc-tuning");
   return args;
@@ -638,34 +712,56 @@ json RunWorld(const Config& cfg, int world) {
   return rows;
 }
 
-// --isolate: every case (world size, batch, threads, prefetch depth) in a
-// fresh process of this binary, so that no case's measured peak holds what
-// an earlier case freed (a process's heap keeps freed memory: resident
-// pages do not come back). Returns the rows of all of them.
+// One case (world size, threads, batch, prefetch depth; cfg.only_strategy's
+// variants, or all) in a fresh process of this binary: its rows.
+json RunCase(const Config& cfg, int world, int threads, int64_t batch, int depth) {
+  const std::string out = "/tmp/learner_bench_case_" + std::to_string(getpid()) + ".json";
+  std::vector<std::string> args = {"learner_bench",
+                                   "--results-file",
+                                   out,
+                                   "--worlds",
+                                   std::to_string(world),
+                                   "--threads",
+                                   std::to_string(threads),
+                                   "--batches",
+                                   std::to_string(batch),
+                                   "--prefetch-depths",
+                                   std::to_string(depth)};
+  const std::vector<std::string> shared = ChildFlags(cfg);
+  args.insert(args.end(), shared.begin(), shared.end());
+  rlswarm::testing::ChildProcessOptions options;
+  options.program = "/proc/self/exe";
+  options.out = rlswarm::testing::ChildProcessOptions::Sink::kNull;
+  rlswarm::testing::ChildProcess child(args, options);
+  if (child.Wait(std::chrono::hours(24)) != 0) throw std::runtime_error("case failed");
+  std::ifstream f(out);
+  json rows = json::parse(f);
+  std::remove(out.c_str());
+  return rows;
+}
+
+// --isolate: every case (world size, batch, threads, prefetch depth, and for
+// --large each strategy at world > 1) in a fresh process of this binary, so
+// that no case's measured peak holds what an earlier case freed (a
+// process's heap keeps freed memory: resident pages do not come back).
+// Returns the rows of all of them.
 json RunIsolated(const Config& cfg) {
   json rows = json::array();
-  const std::string out = "/tmp/learner_bench_case_" + std::to_string(getpid()) + ".json";
   for (int world : cfg.worlds) {
     const std::vector<int> threads =
         world == 1 ? cfg.threads : std::vector<int>{cfg.threads.front()};
+    // World 1 runs the direct path whatever the strategy: one case.
+    std::vector<std::string> strategies = {cfg.only_strategy};
+    if (cfg.large_variants && world > 1 && cfg.only_strategy.empty())
+      strategies = {"full_shard", "no_shard"};
     for (int t : threads) {
       for (int64_t batch : cfg.batches) {
         for (int depth : cfg.prefetch_depths) {
-          std::vector<std::string> args = {
-              "learner_bench",     "--results-file",      out,
-              "--worlds",          std::to_string(world), "--threads",
-              std::to_string(t),   "--batches",           std::to_string(batch),
-              "--prefetch-depths", std::to_string(depth)};
-          const std::vector<std::string> shared = ChildFlags(cfg);
-          args.insert(args.end(), shared.begin(), shared.end());
-          rlswarm::testing::ChildProcessOptions options;
-          options.program = "/proc/self/exe";
-          options.out = rlswarm::testing::ChildProcessOptions::Sink::kNull;
-          rlswarm::testing::ChildProcess child(args, options);
-          if (child.Wait(std::chrono::hours(24)) != 0) throw std::runtime_error("case failed");
-          std::ifstream f(out);
-          for (json& row : json::parse(f)) rows.push_back(row);
-          std::remove(out.c_str());
+          for (const std::string& strategy : strategies) {
+            Config one = cfg;
+            one.only_strategy = strategy;
+            for (json& row : RunCase(one, world, t, batch, depth)) rows.push_back(row);
+          }
         }
       }
     }
@@ -704,8 +800,8 @@ int main(int argc, char** argv) {
                  "worlds use the first)");
   app.add_flag("--large", large,
                "The >= 50 M parameter cases: resmlp_large (residual MLP, 512 wide, 96 blocks), "
-               "full_shard, worlds 1,2, world 1 with 1 and 2 threads, then the checkpoint row; "
-               "--batches default 512, --seconds 10");
+               "world 1 with 1 and 2 threads, world 2 in full_shard and no_shard, then the "
+               "checkpoint row; --batches default 512, --seconds 10");
   app.add_option("--large-width", g_large_width, "resmlp_large: width of the residual stream")
       ->check(CLI::PositiveNumber);
   app.add_option("--large-blocks", g_large_blocks, "resmlp_large: residual blocks")
@@ -715,7 +811,16 @@ int main(int argc, char** argv) {
                "measured peak holds what an earlier case freed (--large implies it)");
   app.add_flag("--activation-checkpointing", cfg.activation_checkpointing,
                "Recompute every unit's forward in backward (learner.activation_checkpointing)");
-  app.add_flag("--full-shard-only", cfg.full_shard_only, "Internal: only full_shard variants");
+  app.add_flag("--large-variants", cfg.large_variants,
+               "Internal: only full_shard, and no_shard at world > 1");
+  app.add_option("--strategy", cfg.only_strategy, "Internal: only this strategy's variants");
+  app.add_flag("--throughput-only", cfg.throughput_only,
+               "Internal: updates/s only (no plain baseline, no compute/comm alone)");
+  int scaling_rounds = 0;
+  app.add_option("--scaling-rounds", scaling_rounds,
+                 "Rounds of world 1 (1 and 2 threads) against world 2 (1 thread per rank), each "
+                 "case in its own process, order rotated per round (bench/scaling_rounds.h); "
+                 "with --large, after its table (for resmlp_large: 3-4 min per round)");
   app.add_option("--results-file", results_file, "Internal: also write the results here");
   app.add_flag("--no-malloc-tuning", no_malloc_tuning,
                "Keep glibc's default of returning large frees to the OS");
@@ -750,7 +855,7 @@ int main(int argc, char** argv) {
     if (app.count("--batches") == 0) batches = std::to_string(kLargeBatch);
     if (app.count("--threads") == 0) threads = "1,2";
     if (app.count("--seconds") == 0) cfg.seconds = 10;
-    cfg.full_shard_only = true;
+    cfg.large_variants = true;
     isolate = true;
   }
   cfg.threads.clear();
@@ -812,7 +917,7 @@ int main(int argc, char** argv) {
     auto comm = pg.MakeCommunicator();
     lrn::CheckDistinctDevices(*comm, g_device, "this host");
     comm->set_collect_device_timings(g_device.is_cuda());
-    json rows = RunAll(cfg, comm);
+    json rows = RunAll(cfg, comm, pg.MakeCommunicator());
     if (rank == 0) std::ofstream(out) << rows.dump();
     return 0;
   }
@@ -872,6 +977,22 @@ int main(int argc, char** argv) {
     }
     cfg.worlds.clear();  // measured above
   }
+  if (scaling_rounds > 0) {
+    // Updates/s alone, one short repetition per case: the rounds are the
+    // repetitions, and their spread is the figure.
+    Config round = cfg;
+    round.throughput_only = true;
+    round.reps = 1;
+    round.only_strategy = "full_shard";
+    const json rounds = rlswarm::bench::RunScalingRounds(scaling_rounds, [&](int w, int t) {
+      return RunCase(round, w, t, cfg.batches.front(), cfg.prefetch_depths.front())
+          .at(0)
+          .at("updates_per_sec")
+          .get<double>();
+    });
+    for (const json& row : rounds["results"]) results.push_back(row);
+    cfg.worlds.clear();  // without --large, only the rounds
+  }
   // Plain LibTorch's updates/s per (model, batch, threads).
   std::map<std::tuple<std::string, int64_t, int>, double> plain;
   for (int w : cfg.worlds) {
@@ -884,7 +1005,8 @@ int main(int argc, char** argv) {
         for (const std::string& model : cfg.models) {
           for (int64_t batch : cfg.batches) {
             for (json& row : MeasureWorld1(cfg, model, batch)) rows.push_back(row);
-            plain[{model, batch, t}] = rows.back()["plain_updates_per_sec"].get<double>();
+            if (rows.back().contains("plain_updates_per_sec"))
+              plain[{model, batch, t}] = rows.back()["plain_updates_per_sec"].get<double>();
           }
         }
       }
@@ -899,7 +1021,7 @@ int main(int argc, char** argv) {
           std::make_tuple(model, row["batch"].get<int64_t>(), row["threads_per_rank"].get<int>());
       // World > 1 rows bring their own baseline, timed between their
       // repetitions (MeasureSharded); the others take world 1's.
-      if (!row.contains("plain_updates_per_sec")) {
+      if (!row.contains("plain_updates_per_sec") && !cfg.throughput_only) {
         if (!plain.count(key)) {
           at::set_num_threads(std::get<2>(key));
           plain[key] = PlainUpdatesPerSec(cfg, model, std::get<1>(key));
@@ -916,6 +1038,7 @@ int main(int argc, char** argv) {
     std::cout << json{{"results", results},
                       {"torch", lrn::TorchBuildDescription()},
                       {"blas", blas},
+                      {"definitions", rlswarm::bench::OverlapDefinitions()},
                       {"malloc_tuned", !no_malloc_tuning},
                       {"resets_high_water_mark", lrn::PeakMemoryMeter().ResetsHighWaterMark()}}
                      .dump(1)
@@ -931,18 +1054,17 @@ int main(int argc, char** argv) {
       std::printf("%s\n", r.dump().c_str());
       continue;
     }
+    const double plain_rate = r.value("plain_updates_per_sec", std::nan(""));
     std::printf(
         "%-13s %5ld %2d %2d %-14s %-9s %5d %2d %10.2f %10.2f %6.2f %10ld %10ld %10.0f %10ld "
         "%10ld\n",
         r["model"].get<std::string>().c_str(), r["batch"].get<long>(), r["world_size"].get<int>(),
         r["threads_per_rank"].get<int>(), r["strategy"].get<std::string>().c_str(),
         r["reduce_scatter"].get<std::string>().c_str(), r["units"].get<int>(),
-        r["forward_prefetch"].get<int>(), r["updates_per_sec"].get<double>(),
-        r["plain_updates_per_sec"].get<double>(),
-        r["updates_per_sec"].get<double>() / r["plain_updates_per_sec"].get<double>(),
-        r["state_bytes_per_rank"].get<long>(), r["unsharded_state_bytes"].get<long>(),
-        r["comm_bytes_per_update"].get<double>(), r["peak_bytes_per_rank"].get<long>(),
-        r["measured_peak_bytes_per_rank"].get<long>());
+        r["forward_prefetch"].get<int>(), r["updates_per_sec"].get<double>(), plain_rate,
+        r["updates_per_sec"].get<double>() / plain_rate, r["state_bytes_per_rank"].get<long>(),
+        r["unsharded_state_bytes"].get<long>(), r["comm_bytes_per_update"].get<double>(),
+        r["peak_bytes_per_rank"].get<long>(), r["measured_peak_bytes_per_rank"].get<long>());
   }
   return 0;
 }

@@ -30,13 +30,14 @@ struct PendingCollective::Timing {
 PendingCollective::PendingCollective(c10::intrusive_ptr<c10d::Work> work, std::string what,
                                      std::chrono::milliseconds timeout, CommStats* stats,
                                      bool stream_ordered, DeviceTimings* timed,
-                                     CollectiveTicket ticket)
+                                     CollectiveTicket ticket, SpanUnion* spans)
     : work_(std::move(work)),
       what_(std::move(what)),
       timeout_(timeout),
       stats_(stats),
       stream_ordered_(stream_ordered),
       timed_(timed),
+      spans_(spans),
       ticket_(std::move(ticket)) {
   timing_ = std::make_shared<Timing>();
   timing_->issued_ns = NowNs();
@@ -92,6 +93,10 @@ void PendingCollective::Wait() {
       const int64_t completed = timing_->completed_ns.load();
       const int64_t end = completed > 0 ? std::min(completed, wait_end) : wait_end;
       stats_->busy_seconds += 1e-9 * static_cast<double>(end - timing_->issued_ns);
+      if (spans_ != nullptr) {
+        spans_->Add(timing_->issued_ns, end);
+        stats_->span_union_seconds = spans_->Seconds();
+      }
     }
     stats_->wait_seconds += 1e-9 * static_cast<double>(wait_end - wait_start);
   }
@@ -196,7 +201,7 @@ Communicator::Communicator(GroupPtr group, int rank, int world_size,
 PendingCollective Communicator::Pending(c10::intrusive_ptr<c10d::Work> work,
                                         const std::string& what) {
   return PendingCollective(std::move(work), Context(what), timeout_, &stats_, stream_ordered_,
-                           Timed(), Ticket(CollectivePlane::kData));
+                           Timed(), Ticket(CollectivePlane::kData), &spans_);
 }
 
 CollectiveTicket Communicator::Ticket(CollectivePlane plane) {

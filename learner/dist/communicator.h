@@ -7,9 +7,9 @@
 //  - bytes are counted: the bytes this rank sends under the algorithm's ideal
 //    volume (all-gather and all-to-all: (N-1)/N of the full buffer;
 //    ring all-reduce: 2(N-1)/N), so runs at different world sizes compare;
-//  - time is counted: how long each collective ran (issue to completion) and
-//    how long the caller was blocked waiting for it, which gives the share of
-//    communication hidden behind compute;
+//  - time is counted: each collective's span (issue to completion), summed
+//    and as their union, and how long the caller was blocked waiting (none
+//    of them is the share hidden behind compute: see CommStats);
 //  - reduce-scatter exists everywhere: Gloo in LibTorch 1.13 throws on
 //    reduce_scatter and _reduce_scatter_base, so there it is built from
 //    alltoall_base plus a local sum (cheapest measured) or from all-reduce
@@ -35,6 +35,7 @@
 
 #include "learner/dist/torch_adapter.h"
 #include "learner/runtime/in_flight_collectives.h"
+#include "learner/runtime/span_union.h"
 #include "learner/runtime/trace_recorder.h"
 
 namespace rlswarm::learner {
@@ -50,14 +51,22 @@ struct CommStats {
   int64_t bytes_sent = 0;
   int64_t collectives = 0;
   // Sum over collectives of issue-to-completion time, and of the time the
-  // issuing thread spent blocked in Wait(). 1 - wait / busy is the share of
-  // communication hidden behind compute. On a backend that waits on
+  // issuing thread spent blocked in Wait(). The sum counts a collective's
+  // time queued behind the others in flight, and counts every moment that
+  // several collectives share once per collective, so it can exceed the
+  // wall time it covers: it is no measure of how much communication an
+  // update hides (learner_bench measures that against the update's compute
+  // alone and its communication alone). On a backend that waits on
   // streams (NCCL) the host never sees a collective complete (its future
   // completes when the collective is queued), so busy_seconds is filled
   // only from the device's own timings (Communicator::CollectDeviceTimings)
   // and stays 0 without them.
   double busy_seconds = 0;
   double wait_seconds = 0;
+  // The union of the same issue-to-completion spans: the wall time at least
+  // one collective was in flight. Host clocks only: 0 on a backend that
+  // waits on streams.
+  double span_union_seconds = 0;
 };
 
 // Finished collectives whose device durations (the backend's CUDA events)
@@ -101,11 +110,13 @@ class PendingCollective {
   PendingCollective() = default;
   // `timed`: where Wait() hands the finished Work for device timing (null:
   // none). `ticket`: where Wait() records that it is blocked in this
-  // collective (for the watchdog; no record: nothing recorded).
+  // collective (for the watchdog; no record: nothing recorded). `spans`:
+  // where Wait() adds the collective's span, whose union it then writes to
+  // stats->span_union_seconds (null: nowhere).
   PendingCollective(c10::intrusive_ptr<c10d::Work> work, std::string what,
                     std::chrono::milliseconds timeout, CommStats* stats,
                     bool stream_ordered = false, DeviceTimings* timed = nullptr,
-                    CollectiveTicket ticket = {});
+                    CollectiveTicket ticket = {}, SpanUnion* spans = nullptr);
   void Wait();
   bool pending() const { return static_cast<bool>(work_); }
   // Records this collective, from now to its completion, on the trace
@@ -121,6 +132,7 @@ class PendingCollective {
   CommStats* stats_ = nullptr;
   bool stream_ordered_ = false;
   DeviceTimings* timed_ = nullptr;
+  SpanUnion* spans_ = nullptr;
   std::shared_ptr<Timing> timing_;
   TraceSpan trace_;
   int64_t trace_bytes_ = 0;
@@ -195,6 +207,7 @@ class Communicator {
   const CommStats& stats() const { return stats_; }
   void ResetStats() {
     stats_ = {};
+    spans_.Reset();
     device_timings_.Reset();
   }
   // On CUDA, waiting does not block the host, so host-side spans say nothing
@@ -228,6 +241,7 @@ class Communicator {
   int world_size_ = 1;
   std::chrono::milliseconds timeout_{0};
   CommStats stats_;
+  SpanUnion spans_;  // the data plane's collectives, for stats_.span_union_seconds
   bool stream_ordered_ = false;
   bool flat_all_gather_ = false;
   bool collect_device_timings_ = false;

@@ -85,6 +85,26 @@ TEST(CommunicatorTest, NcclBusyTimeComesOnlyFromDeviceTimings) {
   EXPECT_NEAR(nccl.comm.stats().busy_seconds, TORCH_VERSION_MAJOR >= 2 ? 0.010 : 0.0, 1e-6);
 }
 
+// Host-timed collectives (Gloo) add their spans to a union beside the sum;
+// collectives both in flight at once count once in the union (the overlap
+// itself is SpanUnionTest's); NCCL's host spans say nothing and stay out.
+TEST(CommunicatorTest, GlooCollectivesCountTheUnionOfTheirSpans) {
+  auto gloo = c10::make_intrusive<FakeGroup>("gloo");
+  Communicator comm(gloo, 0, 1, kTimeout);
+  PendingCollective a = comm.AllReduceSum(at::ones({3}), "a");
+  PendingCollective b = comm.AllReduceSum(at::ones({3}), "b");
+  b.Wait();
+  a.Wait();
+  EXPECT_GT(comm.stats().span_union_seconds, 0.0);
+  EXPECT_LE(comm.stats().span_union_seconds, comm.stats().busy_seconds + 1e-9);
+  comm.ResetStats();
+  EXPECT_EQ(comm.stats().span_union_seconds, 0.0);
+
+  FakeNccl nccl;
+  nccl.comm.AllReduceSum(at::ones({3}), "sum").Wait();
+  EXPECT_EQ(nccl.comm.stats().span_union_seconds, 0.0);
+}
+
 TEST(CommunicatorTest, DeviceTimingsHoldOnlyTheWorksTheDeviceHasNotFinished) {
   FakeNccl nccl;
   nccl.comm.set_collect_device_timings(true);

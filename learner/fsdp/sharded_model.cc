@@ -459,6 +459,8 @@ const CommStats& ShardedModel::comm_stats() const {
     mesh_stats_.collectives += s.collectives;
     mesh_stats_.busy_seconds += s.busy_seconds;
     mesh_stats_.wait_seconds += s.wait_seconds;
+    // Per plane: the planes' collectives may overlap each other too.
+    mesh_stats_.span_union_seconds += s.span_union_seconds;
   }
   return mesh_stats_;
 }
