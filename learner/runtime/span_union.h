@@ -14,13 +14,14 @@
 // Not thread-safe.
 
 #include <cstdint>
+#include <cstddef>
 #include <map>
 
 namespace rlswarm::learner {
 
 class SpanUnion {
  public:
-  static constexpr size_t kMaxKept = 64;
+  static constexpr std::size_t kMaxKept = 64;
   // Adds [begin_ns, end_ns); an empty or reversed span adds nothing.
   void Add(int64_t begin_ns, int64_t end_ns);
   // Seconds covered by at least one span added since Reset().
