@@ -27,7 +27,9 @@ KeyPair GenerateKeyPair();
 
 // Writes `<path_prefix>.key` (public key only, shareable) and
 // `<path_prefix>.key_secret` (both keys, mode 0600), atomically. Throws
-// Unavailable on I/O errors.
+// what common/atomic_file.h's ThrowFileError says: NotFound for a missing
+// directory, ResourceExhausted for a full disk, FailedPrecondition for no
+// permission, Unavailable for other I/O errors.
 void WriteKeyPair(const std::string& path_prefix, const KeyPair& keys);
 // Reads a file written by WriteKeyPair (either one); the secret key is empty
 // when reading a public `.key` file. Throws NotFound / InvalidArgument naming

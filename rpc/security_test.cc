@@ -148,11 +148,11 @@ TEST_F(KeyFileTest, WriteRejectsAMismatchedPair) {
   EXPECT_FALSE(fs::exists(Path("node.key_secret")));
 }
 
-TEST_F(KeyFileTest, WriteIntoAMissingDirectoryIsUnavailableAndNamesIt) {
+TEST_F(KeyFileTest, WriteIntoAMissingDirectoryIsNotFoundAndNamesIt) {
   try {
     WriteKeyPair(Path("missing/node"), GenerateKeyPair());
     FAIL() << "no exception";
-  } catch (const Unavailable& e) {
+  } catch (const NotFound& e) {
     EXPECT_NE(std::string(e.what()).find(Path("missing/node")), std::string::npos) << e.what();
   }
 }
