@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the common, rpc, replay and replay service tests with a sanitizer and runs them:
+# Builds the tests of the libraries without LibTorch (common, rpc, replay,
+# the replay service, the learner's runtime room) with a sanitizer and runs them:
 #   scripts/sanitize.sh address   # AddressSanitizer + UndefinedBehaviorSanitizer
 #   scripts/sanitize.sh thread    # ThreadSanitizer
 # Uses its own build directory (build-asan / build-tsan) and builds only the
@@ -13,7 +14,7 @@ case "$kind" in
   thread) dir=build-tsan ;;
   *) echo "usage: scripts/sanitize.sh address|thread" >&2; exit 2 ;;
 esac
-targets=(common_tests rpc_tests replay_tests replay_service_tests)
+targets=(common_tests rpc_tests replay_tests replay_service_tests learner_runtime_tests)
 # -O1 with line tables only: sanitizer reports keep file:line, and the two
 # sanitizer builds compile faster than with RelWithDebInfo (-O2 -g) on 2 cores.
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" \
