@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/free_ports.h"
 #include "common/testing/child_process.h"
 #include "common/testing/files.h"
 #include "tests/run_logs.h"
@@ -46,20 +47,6 @@ namespace http = beast::http;
 using namespace std::chrono_literals;
 using Json = nlohmann::json;
 using testing::ChildProcess;
-
-// A port that was free a moment ago, for Prometheus' --web.listen-address
-// (it cannot report a port it picked itself).
-int PickFreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  ::close(fd);
-  return ok ? ntohs(addr.sin_port) : 0;
-}
 
 struct HttpResponse {
   int status = 0;
