@@ -87,6 +87,9 @@ struct LearnerSection {
   double rendezvous_timeout_s = 60;
   double watchdog_timeout_s = 30;
 
+  // One line per key of the section, in the order configs and the generated
+  // reference list them: long because the section is, and clearer as one
+  // table than split across functions.
   template <class V>
   void Visit(V& v) {
     v.Choice("algorithm", algorithm,
