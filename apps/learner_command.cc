@@ -29,7 +29,7 @@
 #include "learner/dist/torch_adapter.h"
 #include "learner/dist/trace_update.h"
 #include "learner/dist/watchdog.h"
-#include "learner/runtime/trace_recorder.h"
+#include "learner/dist/trace_recorder.h"
 
 namespace rlswarm::apps {
 namespace {

@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "common/errors.h"
-#include "learner/runtime/trace_recorder.h"
+#include "learner/dist/trace_recorder.h"
 #include "replay/service/transition.h"
 
 namespace rlswarm::learner {

@@ -36,7 +36,7 @@
 #include "learner/dist/torch_adapter.h"
 #include "learner/runtime/in_flight_collectives.h"
 #include "learner/runtime/span_union.h"
-#include "learner/runtime/trace_recorder.h"
+#include "learner/dist/trace_recorder.h"
 
 namespace rlswarm::learner {
 

@@ -7,7 +7,7 @@
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
-#include "learner/runtime/trace_recorder.h"
+#include "learner/dist/trace_recorder.h"
 
 namespace rlswarm::learner {
 

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "learner/runtime/trace_recorder.h"
+#include "learner/dist/trace_recorder.h"
 
 namespace rlswarm::learner {
 namespace {

@@ -11,7 +11,7 @@
 #include "common/errors.h"
 #include "learner/fsdp/activation_checkpoint.h"
 #include "learner/fsdp/gathered_units.h"
-#include "learner/runtime/trace_recorder.h"
+#include "learner/dist/trace_recorder.h"
 
 namespace rlswarm::learner {
 

@@ -4,7 +4,7 @@
 // Python's json module parses, with forward/backward spans and all-gather /
 // reduce-scatter spans inside the update's span on both ranks.
 
-#include "learner/runtime/trace_recorder.h"
+#include "learner/dist/trace_recorder.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

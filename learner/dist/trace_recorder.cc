@@ -1,4 +1,4 @@
-#include "learner/runtime/trace_recorder.h"
+#include "learner/dist/trace_recorder.h"
 
 #include <algorithm>
 #include <chrono>
