@@ -27,9 +27,9 @@
 #include "learner/dist/env_rendezvous.h"
 #include "learner/dist/memory_peak.h"
 #include "learner/dist/torch_adapter.h"
+#include "learner/dist/trace_recorder.h"
 #include "learner/dist/trace_update.h"
 #include "learner/dist/watchdog.h"
-#include "learner/dist/trace_recorder.h"
 
 namespace rlswarm::apps {
 namespace {

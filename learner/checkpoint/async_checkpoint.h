@@ -27,7 +27,7 @@
 // deadline, and a rank that died mid-save shows up as a timeout there. The
 // one collective involved is issued by the training thread, at the first
 // Save() (a point every rank reaches in the same order): one control-plane
-// all-reduce agrees on a session id that prefixes every key, so the keys of
+// all-reduce agrees on a random id that prefixes every key, so the keys of
 // an earlier incarnation of the job (a launcher's store outlives restarts)
 // cannot vouch for this one's files.
 //
@@ -161,7 +161,7 @@ class AsyncCheckpointer {
   // safe.
   c10::intrusive_ptr<c10d::Store> store_;
   std::string session_;     // key prefix, agreed at the first Save()
-  int64_t sequence_ = 0;    // saves started this session
+  int64_t sequence_ = 0;    // saves started under session_
   at::Tensor host_buffer_;  // [sections, local_numel]; written only while no save is in flight
 
   mutable Mutex mu_;

@@ -34,9 +34,9 @@
 #include <vector>
 
 #include "learner/dist/torch_adapter.h"
+#include "learner/dist/trace_recorder.h"
 #include "learner/runtime/in_flight_collectives.h"
 #include "learner/runtime/span_union.h"
-#include "learner/dist/trace_recorder.h"
 
 namespace rlswarm::learner {
 

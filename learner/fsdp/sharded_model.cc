@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "learner/dist/trace_recorder.h"
 #include "learner/fsdp/activation_checkpoint.h"
 #include "learner/fsdp/gathered_units.h"
-#include "learner/dist/trace_recorder.h"
 
 namespace rlswarm::learner {
 

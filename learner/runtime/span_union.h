@@ -13,8 +13,8 @@
 //
 // Not thread-safe.
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 
 namespace rlswarm::learner {
